@@ -1,0 +1,1 @@
+"""The LLM side: litellm adapter, model families, agent tools, prompts and schemas."""

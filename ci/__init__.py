@@ -1,0 +1,1 @@
+"""Deterministic validators (no model, no network): one module per rule family."""

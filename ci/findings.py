@@ -1,0 +1,63 @@
+"""Findings are data: rule id, severity, path, line, message, hint; and their three renderings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    path: str
+    line: int
+    rule: str
+    message: str
+    severity: Severity = "error"
+    hint: str = ""
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    return sorted(set(findings), key=lambda f: (f.path, f.line, f.rule, f.message))
+
+
+def render_text(findings: list[Finding], checked: int) -> str:
+    lines = []
+    for f in findings:
+        hint = f" (hint: {f.hint})" if f.hint else ""
+        lines.append(f"{f.path}:{f.line}: {f.severity} [{f.rule}] {f.message}{hint}")
+    return "\n".join(lines + [_summary(findings, checked)])
+
+
+def _summary(findings: list[Finding], checked: int) -> str:
+    errors = sum(1 for f in findings if f.severity == "error")
+    return f"{checked} page(s) checked: {errors} error(s), {len(findings) - errors} warning(s)"
+
+
+def render_json(findings: list[Finding], checked: int) -> str:
+    errors = sum(1 for f in findings if f.severity == "error")
+    return json.dumps(
+        {"checked": checked, "errors": errors, "findings": [asdict(f) for f in findings]},
+        indent=2,
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def render_github(findings: list[Finding], checked: int) -> str:
+    """GitHub Actions workflow commands: ``::error file=F,line=L,title=T::message``."""
+    lines = []
+    for f in findings:
+        level = "error" if f.severity == "error" else "warning"
+        message = f.message + (f" ({f.hint})" if f.hint else "")
+        lines.append(f"::{level} file={_escape(f.path, True)},line={max(f.line, 1)},title={_escape(f.rule, True)}::{_escape(message)}")
+    return "\n".join(lines + [_summary(findings, checked)])

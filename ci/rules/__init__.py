@@ -1,0 +1,1 @@
+"""One module per rule family. Each exposes ``check(snapshot, selection) -> list[Finding]``."""

@@ -1,0 +1,64 @@
+"""Which pages, folders and evidence a check run looks at (all, or what changed since a base)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pygit2
+
+from ci.snapshot import PAGE_ROOTS, Snapshot
+from kb.page import page_id_for_path
+
+
+@dataclass(frozen=True)
+class Selection:
+    pages: tuple[str, ...]  # page paths to check (existing files)
+    folders: tuple[str, ...]  # folders whose index.md listing to check
+    deleted_ids: tuple[str, ...] = ()
+    evidence_paths: tuple[str, ...] | None = None  # None: all evidence
+    base: pygit2.Commit | None = None
+    full: bool = True
+
+
+def page_folders(path: str) -> list[str]:
+    """The folder of ``path`` and its ancestors up to the scope root (knowledge/ or users/<id>/)."""
+    parts = path.split("/")[:-1]
+    root_len = 1 if parts and parts[0] == "knowledge" else 2
+    return ["/".join(parts[:n]) for n in range(len(parts), root_len - 1, -1) if n >= root_len]
+
+
+def all_folders(snapshot: Snapshot) -> list[str]:
+    folders: set[str] = set()
+    for path in snapshot.page_paths:
+        folders.update(page_folders(path))
+    return sorted(folders)
+
+
+def plan_full(snapshot: Snapshot, base: pygit2.Commit | None) -> Selection:
+    return Selection(tuple(snapshot.page_paths), tuple(all_folders(snapshot)), base=base, full=True)
+
+
+def plan_changed(snapshot: Snapshot, changed: list[str], base: pygit2.Commit) -> Selection:
+    """Pages changed since ``base``, the pages whose links may break, and the folders touched."""
+    page_set = set(snapshot.page_paths)
+    changed_pages = [p for p in changed if p.endswith(".md") and p.split("/")[0] in PAGE_ROOTS]
+    existing = {p for p in changed_pages if p in page_set}
+    deleted = sorted(page_id_for_path(p) for p in changed_pages if p not in page_set)
+    folders: set[str] = set()
+    for path in changed_pages:
+        folders.update(page_folders(path))
+    pages = set(existing)
+    for folder in folders:
+        index = f"{folder}/index.md"
+        if index in page_set:
+            pages.add(index)
+    if deleted:
+        needles = [d.encode() for d in deleted]
+        for path in snapshot.page_paths:
+            if path in pages:
+                continue
+            data = (snapshot.root / path).read_bytes()
+            if any(n in data for n in needles):
+                pages.add(path)
+    evidence_paths = tuple(p for p in changed if p.startswith("evidence/"))
+    return Selection(tuple(sorted(pages)), tuple(sorted(folders)), tuple(deleted), evidence_paths, base, full=False)

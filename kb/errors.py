@@ -1,0 +1,87 @@
+"""The one error family of kb: a message, a hint that names what to do, and an exit code.
+
+Every user-facing failure is a ``KbError`` subclass; the CLI's single handler prints
+``error: <message>`` and ``hint: <hint>`` and exits with the class's code. Anything else
+that escapes is a bug: the handler writes a crash log and exits with ``EXIT_BUG``.
+"""
+
+from __future__ import annotations
+
+EXIT_FINDINGS = 1  # kb check found errors; not an exception, a result
+EXIT_BUG = 70
+
+
+class KbError(Exception):
+    """Base of all expected failures."""
+
+    exit_code = 2
+    default_hint = ""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(KbError):
+    """Bad arguments: unknown option values, empty queries, malformed ranges."""
+
+    exit_code = 2
+
+
+class NotARepositoryError(KbError):
+    exit_code = 3
+    default_hint = "run `kb init PATH` to create one, or pass --repo PATH"
+
+
+class ConfigError(KbError):
+    exit_code = 4
+    default_hint = "fix kb.config.yaml (see docs/config.md)"
+
+
+class FormatError(KbError):
+    """A file that cannot be parsed: malformed YAML/JSON, not UTF-8, unknown format."""
+
+    exit_code = 5
+
+
+class NotFoundError(KbError):
+    """An unknown id, page, commit, branch or evidence line."""
+
+    exit_code = 6
+
+
+class PathError(KbError):
+    """A path outside the repository or outside the folders a writer may touch."""
+
+    exit_code = 7
+
+
+class ConflictError(KbError):
+    """The repository is in a state the command cannot act on: dirty, locked, exists."""
+
+    exit_code = 8
+
+
+class IndexMissingError(KbError):
+    exit_code = 9
+    default_hint = "run `kb index build`"
+
+
+class ModelError(KbError):
+    """A model call failed, returned invalid output, or no model is configured."""
+
+    exit_code = 10
+
+
+class GateError(KbError):
+    """A merge refused by the gate: failing checks, missing or stale approval."""
+
+    exit_code = 11
+
+
+class BudgetExceededError(KbError):
+    exit_code = 12

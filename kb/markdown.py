@@ -1,0 +1,192 @@
+"""Markdown structure of a page body: sections and anchors, links, citations, claims.
+
+markdown-it-py finds the blocks (so fenced and indented code never yields links, headings or
+citations) and their source lines. Inside inline blocks, small patterns find wikilinks
+(``[[page-id]]``, ``[[page-id#anchor]]``), relative Markdown links and footnote references.
+Footnote definitions are citations: ``[^1]: ev-<hex>#L3-L4 "verbatim quote"``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+
+WIKILINK_RE = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]+?))?(?:\|([^\[\]\n]*))?\]\]")
+MDLINK_RE = re.compile(r"(?<![!\\])\[(?!\^)([^\[\]\n]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+FOOTREF_RE = re.compile(r"\[\^([^\]\s]+)\](?!:)")
+FOOTDEF_RE = re.compile(r"^\[\^([^\]\s]+)\]:[ \t]*(.*)$")
+CITATION_RE = re.compile(r'^(ev-[0-9a-f]{8,64})#L(\d+)(?:-L?(\d+))?\s+"((?:[^"\\]|\\.)*)"\s*$')
+CODESPAN_RE = re.compile(r"(`+)(?:.|\n)*?\1")
+SENTENCE_END_RE = re.compile(r"[.!?。！？](?:\[\^[^\]\s]+\])*(?:\s+|(?=\S)(?<=[。！？\]]))|\n(?=\s*[-*+] )")
+
+
+@dataclass(frozen=True)
+class Section:
+    level: int
+    title: str
+    anchor: str
+    line: int  # 1-based file line of the heading
+    end_line: int  # last line of the section (before the next heading of level <= this one)
+    path: tuple[str, ...] = ()  # titles of enclosing headings, outermost first, this one last
+
+
+@dataclass(frozen=True)
+class Link:
+    kind: str  # "wiki" | "md"
+    target: str  # page id (wiki) or relative path (md), without the anchor
+    anchor: str | None
+    line: int
+
+
+@dataclass(frozen=True)
+class Citation:
+    label: str
+    line: int
+    evidence_id: str | None  # None when the definition is malformed
+    start: int = 0
+    end: int = 0
+    quote: str = ""
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence (or list item) that carries footnote references."""
+
+    text: str
+    line: int
+    labels: tuple[str, ...]
+
+
+@dataclass
+class Structure:
+    sections: list[Section] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
+
+    def section(self, anchor: str) -> Section | None:
+        for section in self.sections:
+            if section.anchor == anchor:
+                return section
+        return None
+
+    @property
+    def anchors(self) -> set[str]:
+        return {s.anchor for s in self.sections}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table")
+
+
+def slugify(text: str) -> str:
+    """GitHub-style anchor: lower case, punctuation dropped, spaces to hyphens; CJK kept."""
+    text = unicodedata.normalize("NFKC", text).strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def unique_anchors(titles: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    anchors = []
+    for title in titles:
+        base = slugify(title)
+        count = seen.get(base, 0)
+        anchors.append(base if count == 0 else f"{base}-{count}")
+        seen[base] = count + 1
+    return anchors
+
+
+def parse_citation(label: str, line: int, rest: str) -> Citation:
+    match = CITATION_RE.match(rest.strip())
+    if not match:
+        return Citation(label=label, line=line, evidence_id=None, raw=rest)
+    start = int(match.group(2))
+    end = int(match.group(3) or start)
+    try:
+        quote = json.loads('"' + match.group(4) + '"')
+    except json.JSONDecodeError:
+        return Citation(label=label, line=line, evidence_id=None, raw=rest)
+    return Citation(label=label, line=line, evidence_id=match.group(1), start=start, end=end, quote=quote, raw=rest)
+
+
+def format_citation(label: str, evidence_id: str, start: int, end: int, quote: str) -> str:
+    span = f"L{start}" if start == end else f"L{start}-L{end}"
+    return f"[^{label}]: {evidence_id}#{span} {json.dumps(quote, ensure_ascii=False)}"
+
+
+def _split_claims(content: str, first_line: int) -> list[Claim]:
+    claims = []
+    bounds = [0] + [m.end() for m in SENTENCE_END_RE.finditer(content)] + [len(content)]
+    for start, end in zip(bounds, bounds[1:]):
+        sentence = content[start:end]
+        labels = tuple(FOOTREF_RE.findall(sentence))
+        if labels:
+            line = first_line + content.count("\n", 0, start)
+            claims.append(Claim(text=" ".join(sentence.split()), line=line, labels=labels))
+    return claims
+
+
+def parse_structure(body: str, line_offset: int = 0) -> Structure:
+    """Parse a page body; ``line_offset`` is the number of file lines before the body."""
+    tokens = _parser().parse(body)
+    lines = body.splitlines()
+    structure = Structure()
+    code_lines: set[int] = set()
+    headings: list[tuple[int, str, int]] = []
+    for i, tok in enumerate(tokens):
+        if tok.type in ("fence", "code_block") and tok.map:
+            code_lines.update(range(tok.map[0], tok.map[1]))
+        elif tok.type == "heading_open" and tok.map:
+            inline = tokens[i + 1]
+            headings.append((int(tok.tag[1]), inline.content.strip(), tok.map[0]))
+        elif tok.type == "inline" and tok.map and tokens[i - 1].type != "heading_open":
+            _scan_inline(tok.content, tok.map[0] + 1 + line_offset, structure)
+    anchors = unique_anchors([title for _, title, _ in headings])
+    total = len(lines)
+    stack: list[tuple[int, str]] = []
+    for n, ((level, title, start), anchor) in enumerate(zip(headings, anchors)):
+        end = total
+        for later_level, _, later_start in headings[n + 1 :]:
+            if later_level <= level:
+                end = later_start
+                break
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        structure.sections.append(
+            Section(level, title, anchor, start + 1 + line_offset, end + line_offset, tuple(t for _, t in stack))
+        )
+    for idx, text in enumerate(lines):
+        if idx in code_lines:
+            continue
+        match = FOOTDEF_RE.match(text)
+        if match:
+            structure.citations.append(parse_citation(match.group(1), idx + 1 + line_offset, match.group(2)))
+    return structure
+
+
+def _scan_inline(content: str, first_line: int, structure: Structure) -> None:
+    if "[" not in content:
+        return
+    visible = CODESPAN_RE.sub(lambda m: " " * len(m.group(0)) if "\n" not in m.group(0) else re.sub(r"[^\n]", " ", m.group(0)), content)
+    for match in WIKILINK_RE.finditer(visible):
+        line = first_line + visible.count("\n", 0, match.start())
+        anchor = match.group(2).strip() if match.group(2) else None
+        structure.links.append(Link("wiki", match.group(1).strip(), anchor, line))
+    for match in MDLINK_RE.finditer(visible):
+        href = match.group(2)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I) or href.startswith(("ev-", "/")):
+            continue
+        line = first_line + visible.count("\n", 0, match.start())
+        target, _, anchor = href.partition("#")
+        structure.links.append(Link("md", target, anchor or None, line))
+    if "[^" in visible:
+        structure.claims.extend(_split_claims(visible, first_line))

@@ -1,0 +1,221 @@
+"""Knowledge pages: frontmatter + Markdown, parsed and rendered canonically.
+
+A page is ``---\\n<YAML header>---\\n<Markdown body>``. Parsing keeps the body bytes untouched;
+rendering writes the header in one canonical shape (fixed key order, flow lists, plain scalars
+where YAML reads them back unchanged), so ``render_page(parse_page(t)) == t`` for canonical files.
+Typing rules live in ``ci.rules.frontmatter``; this module only reads and writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import frontmatter
+import yaml
+
+from kb.errors import FormatError
+from kb.markdown import Structure, parse_structure
+
+FIELD_ORDER = (
+    "id",
+    "type",
+    "title",
+    "summary",
+    "scope",
+    "status",
+    "valid_from",
+    "valid_to",
+    "supersedes",
+    "superseded_by",
+    "sources",
+    "verified",
+    "tags",
+    "facts",
+)
+PAGE_TYPES = ("fact", "preference", "profile", "event", "rule", "procedure", "summary", "index", "topic", "timeline", "entity")
+STATUSES = ("draft", "active", "disputed", "deprecated")
+OVERVIEW_HEADING = "Overview"
+
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+_FENCE = "---\n"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One parsed page. ``path`` is repository-relative POSIX, e.g. ``knowledge/a/b.md``."""
+
+    path: str
+    meta: dict[str, Any]
+    body: str
+    header_lines: int  # lines taken by the frontmatter block, fences included
+    meta_lines: dict[str, int] = field(default_factory=dict)  # key -> 1-based file line
+
+    @property
+    def id(self) -> str:
+        return str(self.meta.get("id") or "")
+
+    @property
+    def title(self) -> str:
+        return str(self.meta.get("title") or "")
+
+    @property
+    def summary(self) -> str:
+        return str(self.meta.get("summary") or "")
+
+    @property
+    def scope(self) -> str:
+        return str(self.meta.get("scope") or "")
+
+    @property
+    def status(self) -> str:
+        return str(self.meta.get("status") or "active")
+
+    @cached_property
+    def structure(self) -> Structure:
+        return parse_structure(self.body, line_offset=self.header_lines)
+
+    def overview(self) -> str:
+        """The L1 text: the body of the ``## Overview`` section, or '' if there is none."""
+        for section in self.structure.sections:
+            if section.level == 2 and section.title.strip() == OVERVIEW_HEADING:
+                return self.section_text(section.anchor, include_heading=False)
+        return ""
+
+    def section_text(self, anchor: str, include_heading: bool = True) -> str:
+        section = self.structure.section(anchor)
+        if section is None:
+            return ""
+        lines = self.body.splitlines(keepends=True)
+        start = section.line - self.header_lines - (0 if include_heading else -1) - 1
+        end = section.end_line - self.header_lines
+        return "".join(lines[start:end]).strip("\n")
+
+
+def page_id_for_path(path: str) -> str:
+    """``knowledge/a/b.md`` -> ``knowledge/a/b``."""
+    return path[:-3] if path.endswith(".md") else path
+
+
+def scope_for_path(path: str) -> str | None:
+    """The scope a path decides: ``system`` under knowledge/, ``user:<id>`` under users/<id>/."""
+    parts = path.split("/")
+    if parts[0] == "knowledge":
+        return "system"
+    if parts[0] == "users" and len(parts) >= 3 and parts[1]:
+        return f"user:{parts[1]}"
+    return None
+
+
+def _normalise(value: Any) -> Any:
+    """YAML dates and datetimes become ISO strings so pages compare and render as text."""
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None and value.utcoffset() == dt.timedelta(0):
+            return value.replace(tzinfo=None).isoformat() + "Z"
+        return value.isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_normalise(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _normalise(v) for k, v in value.items()}
+    return value
+
+
+def parse_page(text: str | bytes, path: str) -> Page:
+    """Parse a page; malformed frontmatter is a FormatError naming the path and line."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"{path}: not UTF-8 text (byte {exc.start})", hint="re-save the file as UTF-8") from None
+    if not text.startswith(_FENCE):
+        raise FormatError(f"{path}:1: missing frontmatter (a page starts with a `---` line)", hint="see docs/format.md")
+    end = text.find("\n---\n", 3)
+    if end == -1:
+        if text.endswith("\n---"):
+            end = len(text) - 4
+        else:
+            raise FormatError(f"{path}:1: frontmatter is not closed by a `---` line", hint="see docs/format.md")
+    header = text[4 : end + 1]
+    body = text[end + 5 :]
+    try:
+        meta_raw, _ = frontmatter.parse(_FENCE + header + _FENCE)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FormatError(f"{path}:{line}: malformed YAML frontmatter ({problem})", hint="fix the header; see docs/format.md") from None
+    if not isinstance(meta_raw, dict):
+        raise FormatError(f"{path}:2: frontmatter must be a mapping of fields")
+    meta = {str(k): _normalise(v) for k, v in meta_raw.items()}
+    meta_lines: dict[str, int] = {}
+    for offset, line in enumerate(header.splitlines(), start=2):
+        key = line.split(":", 1)[0]
+        if key and not key.startswith((" ", "#", "-")) and key in meta:
+            meta_lines.setdefault(key, offset)
+    header_lines = header.count("\n") + 2
+    return Page(path=path, meta=meta, body=body, header_lines=header_lines, meta_lines=meta_lines)
+
+
+# ---- rendering -------------------------------------------------------------------------
+
+_FLOW_UNSAFE = re.compile(r"[,\[\]{}]")
+
+
+def _scalar(value: Any, in_flow: bool = False) -> str:
+    if value is None:
+        return ""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    text = str(value)
+    if _DATE_RE.match(text) or _DATETIME_RE.match(text):
+        return text
+    if _is_plain_safe(text) and not (in_flow and _FLOW_UNSAFE.search(text)):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _is_plain_safe(text: str) -> bool:
+    if not text or text != text.strip() or "\n" in text or ": " in text or " #" in text or text.endswith(":"):
+        return False
+    if text[0] in "!&*?|>'\"%@`#-[]{},":
+        return False
+    try:
+        return yaml.safe_load(text) == text
+    except yaml.YAMLError:
+        return False
+
+
+def _value(value: Any, in_flow: bool = False) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v, True) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_value(v, True)}" for k, v in value.items()) + "}"
+    return _scalar(value, in_flow)
+
+
+def render_frontmatter(meta: dict[str, Any]) -> str:
+    keys = [k for k in FIELD_ORDER if k in meta] + sorted(k for k in meta if k not in FIELD_ORDER)
+    lines = []
+    for key in keys:
+        rendered = _value(meta[key])
+        lines.append(f"{key}: {rendered}".rstrip() + "\n")
+    return _FENCE + "".join(lines) + _FENCE
+
+
+def render_page(meta: dict[str, Any], body: str) -> str:
+    return render_frontmatter(meta) + body
+
+
+def render(page: Page) -> str:
+    return render_page(page.meta, page.body)

@@ -1,0 +1,1 @@
+"""Jobs that compose kb, agents and ci: propose, review loop, merge, index rebuild."""
