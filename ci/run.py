@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ci.findings import Finding, sort_findings
 from ci.rules import budgets, citations, evidence, frontmatter, indexes, links, secrets
-from ci.selection import Selection, plan_changed, plan_full
+from ci.selection import Selection, plan_changed, plan_full, plan_paths
 from ci.snapshot import Snapshot
 from kb.repo import Repo
 
@@ -27,10 +27,13 @@ class CheckReport:
         return not self.errors
 
 
-def run_checks(repo: Repo, changed_only: bool = False, base: str | None = None) -> CheckReport:
+def run_checks(repo: Repo, changed_only: bool = False, base: str | None = None, paths: list[str] | None = None) -> CheckReport:
+    """Check the working tree: everything, what changed since ``base``, or the given paths."""
     snapshot = Snapshot.load(repo.root, repo.config)
     base_commit = repo.resolve(base) if base else None
-    if changed_only:
+    if paths:
+        selection = plan_paths(snapshot, [repo.relpath(p) for p in paths], base_commit)
+    elif changed_only:
         base_commit = base_commit or repo.head()
         if base_commit is None:
             selection = plan_full(snapshot, None)

@@ -62,3 +62,13 @@ def plan_changed(snapshot: Snapshot, changed: list[str], base: pygit2.Commit) ->
                 pages.add(path)
     evidence_paths = tuple(p for p in changed if p.startswith("evidence/"))
     return Selection(tuple(sorted(pages)), tuple(sorted(folders)), tuple(deleted), evidence_paths, base, full=False)
+
+
+def plan_paths(snapshot: Snapshot, paths: list[str], base: pygit2.Commit | None) -> Selection:
+    """Exactly the named pages (and evidence files), plus the index listings of their folders."""
+    pages = sorted(p for p in paths if snapshot.has_page(p))
+    folders: set[str] = set()
+    for path in pages:
+        folders.update(page_folders(path))
+    evidence_paths = tuple(p for p in paths if p.startswith("evidence/"))
+    return Selection(tuple(pages), tuple(sorted(folders)), (), evidence_paths, base, full=False)

@@ -153,6 +153,7 @@ def evidence_list(
 
 @app.command()
 def check(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Only these pages or evidence files (default: the whole repository).")] = None,
     changed_only: Annotated[bool, typer.Option("--changed-only", help="Check only what changed since --base (default HEAD).")] = False,
     base: Annotated[Optional[str], typer.Option(help="Base commit: evidence must be append-only against it.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | json | github")] = "text",
@@ -167,7 +168,7 @@ def check(
     renderers = {"text": render_text, "json": render_json, "github": render_github}
     if fmt not in renderers:
         raise UsageError(f"unknown format {fmt!r}", hint="use text, json or github")
-    report = run_checks(_open(), changed_only=changed_only, base=base)
+    report = run_checks(_open(), changed_only=changed_only, base=base, paths=[str(p) for p in paths] if paths else None)
     _echo(renderers[fmt](report.findings, report.checked))
     if not report.ok:
         raise typer.Exit(EXIT_FINDINGS)

@@ -147,8 +147,8 @@ def parse_page(text: str | bytes, path: str) -> Page:
     try:
         meta_raw, _ = frontmatter.parse(_FENCE + header + _FENCE)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise FormatError(f"{path}:{line}: malformed YAML frontmatter ({problem})", hint="fix the header; see docs/format.md") from None
     if not isinstance(meta_raw, dict):
