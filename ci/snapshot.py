@@ -21,12 +21,12 @@ PAGE_ROOTS = ("knowledge", "users")
 _WS_RE = re.compile(r"\s+")
 
 
+_WIDTH_RE = re.compile(r"[\u3000\uff00-\uffef]")
+
+
 def normalise_quote(text: str) -> str:
     """Whitespace collapsed and full/half-width forms folded; nothing else is forgiven."""
-    folded = "".join(
-        unicodedata.normalize("NFKC", ch) if "\uff00" <= ch <= "\uffef" else (" " if ch == "\u3000" else ch)
-        for ch in text
-    )
+    folded = _WIDTH_RE.sub(lambda m: " " if m.group(0) == "\u3000" else unicodedata.normalize("NFKC", m.group(0)), text)
     return _WS_RE.sub(" ", folded).strip()
 
 

@@ -83,7 +83,9 @@ class Structure:
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable("table")
+    # Inline parsing is left off: links, footnote references and claims are found by the
+    # patterns above in each inline block's source text, which is all we need (and 3x faster).
+    return MarkdownIt("commonmark").enable("table").disable("inline")
 
 
 def slugify(text: str) -> str:
@@ -136,8 +138,11 @@ def _split_claims(content: str, first_line: int) -> list[Claim]:
 
 def parse_structure(body: str, line_offset: int = 0) -> Structure:
     """Parse a page body; ``line_offset`` is the number of file lines before the body."""
-    tokens = _parser().parse(body)
     lines = body.splitlines()
+    # Footnote definitions are read line by line below; blanking them (line count kept) spares
+    # the block parser its slow link-reference handling of every citation.
+    source = "\n".join("" if line.startswith("[^") and FOOTDEF_RE.match(line) else line for line in lines) if "[^" in body else body
+    tokens = _parser().parse(source)
     structure = Structure()
     code_lines: set[int] = set()
     headings: list[tuple[int, str, int]] = []

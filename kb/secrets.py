@@ -35,11 +35,20 @@ class SecretHit:
     column: int
 
 
+_ANY = re.compile("|".join(f"(?:{p.pattern.removeprefix('(?i)')})" for _, p in PATTERNS), re.IGNORECASE)
+
+
+_MARKERS = ("private key", "akia", "asia", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "aiza", "xox", "k_live_", "pass", "pwd", "secret", "key", "token")
+
+
 def find_secrets(text: str) -> list[SecretHit]:
+    # Substring markers, then one combined pass, rule out almost every file cheaply; only a
+    # file with a candidate is scanned pattern by pattern (case-sensitively where it applies).
+    lowered = text.lower()
+    if not any(marker in lowered for marker in _MARKERS) or not _ANY.search(text):
+        return []
     hits = []
     for kind, pattern in PATTERNS:
-        if kind == "password in clear" and not re.search(r"(?i)pass|secret|key|token|pwd", text):
-            continue
         for match in pattern.finditer(text):
             line = text.count("\n", 0, match.start()) + 1
             column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
