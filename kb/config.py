@@ -41,8 +41,9 @@ class ModelRole(_Strict):
     temperature: float | None = None
     max_tokens: int | None = None
     timeout_s: float = 120.0
-    max_retries: int = Field(4, ge=0)
+    max_retries: int = Field(3, ge=0)
     api_base: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)  # further litellm.completion arguments
 
 
 class Models(_Strict):

@@ -1,0 +1,309 @@
+"""The offline Proposer: turns evidence into cited pages without a model.
+
+It is extractive: every claim is a user's (or an agent's) own sentence, lightly moved to the
+third person, cited with the verbatim sentence as quote. Documents become one page each, with
+lead sentences as L0/L1. Conversations become a user's memory: a profile (identity, people,
+preferences), topic pages and a timeline. A later statement of the same attribute (home city,
+seat preference, manager...) closes the older claim with its end date instead of deleting it.
+
+What it cannot do, that a model can: understand paraphrase, resolve "it"/"there", merge facts
+spread over several turns, infer anything not said in one sentence, or judge importance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.markdown import FOOTDEF_RE, format_citation
+from kb.page import Page, page_id_for_path, parse_page, render_page
+
+GENERATED_TAG = "kb-extractive"
+LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: \((?P<turn>[^)]+)\))?: (?P<text>.*)$")
+SENTENCE_RE = re.compile(r"[^.!?。！？]+(?:[.!?。！？]+|$)")
+SKIP_RE = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|sure|yes|no|great|perfect|bye|goodbye|wow|cool)\b[\s!,.]*$", re.I)
+FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|we|we're|our|us)\b", re.I)
+SECOND_PERSON_FACT_RE = re.compile(r"\b(?:you|your)\b", re.I)
+
+
+@dataclass(frozen=True)
+class EvidenceInput:
+    id: str
+    kind: str
+    scope: str
+    text: str
+    source: str = ""
+    date: str = ""  # ISO date of the material (session date), for validity
+
+
+@dataclass(frozen=True)
+class Statement:
+    evidence_id: str
+    start: int
+    end: int
+    speaker: str
+    quote: str  # the verbatim sentence
+    claim: str  # near-verbatim claim text
+    date: str
+    by_user: bool
+    ordinal: int = 0  # sentence number within the line span, for unique labels
+
+
+@dataclass(frozen=True)
+class Attribute:
+    key: str
+    value: str
+    single: bool = True  # a new value closes the old one
+
+
+ATTRIBUTE_PATTERNS: list[tuple[str, re.Pattern[str], bool]] = [
+    ("home", re.compile(r"\b(?:I live in|I'm living in|I am living in|I moved to|I've moved to|I have moved to|I relocated to|I'm based in|I am based in)\s+([A-Z][\w\-]+(?:[ ,]+[A-Z][\w\-]+)*)"), True),
+    ("address", re.compile(r"\bI live at\s+(.+?)(?:[.]|$)"), True),
+    ("seat", re.compile(r"\bI (?:now )?prefer (aisle|window|middle) seats?", re.I), True),
+    ("diet", re.compile(r"\bI(?:'m| am) (?:a )?(vegetarian|vegan|pescatarian)\b", re.I), True),
+    ("work", re.compile(r"\bI(?:'m| am)? (?:employed full-time |now )?(?:work|working) (?:as|at|for)\s+(.+?)(?:[.,]|$)", re.I), True),
+    ("name", re.compile(r"(?i:\bmy (?:full )?name is)\s+([A-Z][\w'\-]+(?: [A-Z][\w'\-]+)*)"), True),
+    ("phone", re.compile(r"\b(?:my (?:cell|phone|mobile)(?: number)? is)\s+([+\d][\d\- ()]{6,}\d)", re.I), True),
+    ("email", re.compile(r"\b([\w.+-]+@[\w-]+\.[\w.]+)"), True),
+    ("manager", re.compile(r"(?i:\bmy (?:manager|boss) is)\s+([A-Z][\w'\-]+(?: [A-Z][\w'\-]+)*)"), True),
+    ("partner", re.compile(r"(?i:\bmy (?:wife|husband|partner|spouse)(?:'s name)?(?: is|,))\s+([A-Z][\w'\-]+)"), True),
+    ("child", re.compile(r"(?i:\bmy (?:daughter|son|kid|child)(?:'s name)?(?: is|,)?)\s+([A-Z][\w'\-]+)"), False),
+]
+
+TOPICS: list[tuple[str, str, re.Pattern[str]]] = [
+    ("vehicles", "Vehicles", re.compile(r"\b(car|cars|vehicle|vehicles|honda|tesla|toyota|ford|bmw|vin|mileage|drive|drives|driving|lease|leased|dealership)\b", re.I)),
+    ("travel", "Travel", re.compile(r"\b(flight|flights|fly|flying|seat|seats|trip|trips|travel|travelling|traveling|airport|hotel|passport|visa|vacation|booking|airline|frequent flyer|itinerary)\b", re.I)),
+    ("health", "Health", re.compile(r"\b(doctor|allerg\w*|medication|medicine|hospital|health|dentist|therapy|diagnos\w*|symptom\w*|surgery|pregnan\w*)\b", re.I)),
+    ("finances", "Finances", re.compile(r"(\$|€|£|\b(bank|account|income|salary|loan|mortgage|credit|debit|payment|insurance|policy|invest\w*|savings|budget|tax|taxes)\b)", re.I)),
+    ("food", "Food and drink", re.compile(r"\b(vegetarian|vegan|eat|eats|food|meal|meals|drink|drinks|alcohol|cook\w*|restaurant|coffee|tea)\b", re.I)),
+    ("work", "Work", re.compile(r"\b(work|works|job|manager|boss|employer|company|office|colleague\w*|career|project|engineer|promotion)\b", re.I)),
+    ("family", "Family and friends", re.compile(r"\b(wife|husband|partner|daughter|son|kids|children|child|mother|mom|father|dad|brother|sister|family|friend|friends|grandma|grandpa)\b", re.I)),
+]
+
+PROFILE_KEYS = {"home", "address", "seat", "diet", "work", "name", "phone", "email", "manager", "partner", "child"}
+PLAN_RE = re.compile(r"\b(?:will|going to|plan|planning|want to|hope to|next (?:week|month|year)|tomorrow|soon)\b", re.I)
+EVENT_RE = re.compile(r"\b(?:went|visited|moved|bought|started|finished|met|joined|left|got|had|took|attended|ran|won|lost|adopted|graduated|married|ago|last (?:week|month|year|weekend)|yesterday)\b", re.I)
+
+_VERB_S = {"have": "has", "do": "does", "go": "goes", "am": "is", "was": "was", "can": "can", "will": "will", "would": "would", "should": "should", "could": "could", "must": "must", "might": "might", "may": "may", "don't": "doesn't", "haven't": "hasn't"}
+
+
+_ADVERBS = {"now", "also", "really", "just", "still", "always", "never", "usually", "often", "sometimes", "only", "actually", "definitely", "mostly", "finally", "recently", "already", "currently", "generally", "normally", "absolutely", "totally", "honestly"}
+_NOT_PAST = {"need", "feed", "seed", "speed", "bleed", "breed", "heed", "proceed", "succeed", "exceed", "embed", "shed", "wed", "bed"}
+
+
+def third_person(sentence: str, name: str) -> str:
+    """'I prefer aisle seats' -> 'Alice prefers aisle seats'; anything unusual stays verbatim."""
+    text = sentence.strip()
+    m = re.match(r"^(?:(?:Also|And|So|Well|Oh|Yes|No|Actually|Now|Plus),?\s+)?(I'm|I am|I've|I have|I'd|I'll|I|My)\b\s*(.*)$", text)
+    if not m:
+        return text
+    head, rest = m.group(1), m.group(2)
+    if head in ("I'm", "I am"):
+        return f"{name} is {rest}"
+    if head in ("I've", "I have"):
+        return f"{name} has {rest}"
+    if head == "I'd":
+        return f"{name} would {rest}"
+    if head == "I'll":
+        return f"{name} will {rest}"
+    if head == "My":
+        return f"{name}'s {rest}"
+    words = rest.split(" ", 1)
+    adverb = ""
+    if words[0].lower() in _ADVERBS and len(words) > 1:
+        adverb = words[0] + " "
+        words = words[1].split(" ", 1)
+    verb = words[0]
+    tail = words[1] if len(words) > 1 else ""
+    lower = verb.lower()
+    if lower in _VERB_S:
+        verb = _VERB_S[lower]
+    elif re.fullmatch(r"[a-z]+", lower):
+        if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
+            verb = lower + "es"
+        elif lower.endswith("y") and lower[-2:-1] not in "aeiou":
+            verb = lower[:-1] + "ies"
+        elif lower.endswith("ed") and lower not in _NOT_PAST:
+            verb = lower
+        else:
+            verb = lower + "s"
+    else:
+        return text
+    return f"{name} {adverb}{verb} {tail}".strip()
+
+
+def _iso_date(value: str | None) -> str:
+    if not value:
+        return ""
+    m = re.search(r"\d{4}-\d{2}-\d{2}", value)
+    return m.group(0) if m else ""
+
+
+def conversation_statements(item: EvidenceInput, user_speakers: set[str], name: str) -> list[Statement]:
+    """Informative sentences of a stored conversation, each with its line span."""
+    lines = item.text.splitlines()
+    messages: list[tuple[int, int, str, str, str]] = []  # start, end, speaker, time, text
+    for n, line in enumerate(lines, 1):
+        if line.startswith("    ") and messages:
+            start, _, speaker, time, text = messages[-1]
+            messages[-1] = (start, n, speaker, time, text + " " + line.strip())
+            continue
+        m = LINE_RE.match(line)
+        if m:
+            messages.append((n, n, m.group("speaker").strip(), m.group("time") or "", m.group("text")))
+    out = []
+    speakers = {s.lower() for s in user_speakers}
+    for start, end, speaker, time, text in messages:
+        by_user = speaker.lower() in speakers or speaker.lower().split(" (")[0] in speakers
+        for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
+            sentence = raw.strip()
+            words = sentence.split()
+            if len(words) < 4 or sentence.endswith("?") or SKIP_RE.match(sentence):
+                continue
+            if by_user:
+                if not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
+                    continue
+                claim = third_person(sentence, name)
+            else:
+                if not (SECOND_PERSON_FACT_RE.search(sentence) and re.search(r"\d|[A-Z][a-z]+ [A-Z]", sentence)):
+                    continue
+                claim = f'{speaker} told {name}: "{sentence}"'
+            date = _iso_date(time) or item.date
+            out.append(Statement(item.id, start, end, speaker, sentence, _terminated(claim), date, by_user, ordinal))
+    return out
+
+
+def _terminated(text: str) -> str:
+    return text if re.search(r"[.!?。！？\"]$", text) else text + "."
+
+
+def attribute_of(statement: Statement) -> Attribute | None:
+    if not statement.by_user:
+        return None
+    for key, pattern, single in ATTRIBUTE_PATTERNS:
+        m = pattern.search(statement.quote)
+        if m:
+            value = m.group(1).strip().rstrip(".,")
+            return Attribute(key if single else f"{key}:{value.lower()}", value, single)
+    return None
+
+
+def topic_of(statement: Statement) -> tuple[str, str]:
+    for slug, title, pattern in TOPICS:
+        if pattern.search(statement.quote):
+            return slug, title
+    return "notes", "Other facts"
+
+
+def label_for(statement: Statement) -> str:
+    base = f"{statement.evidence_id[3:11]}-{statement.start}"
+    return f"{base}-{statement.ordinal}" if statement.ordinal else base
+
+
+# ---- page model ------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    line: str  # the bullet, without the leading "- "
+    label: str
+    citation: str  # the footnote definition line
+    key: str = ""
+
+
+@dataclass
+class MemoryPage:
+    path: str
+    title: str
+    type: str
+    scope: str
+    sections: dict[str, list[Entry]] = field(default_factory=dict)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    sources: set[str] = field(default_factory=set)
+    valid_from: str = ""
+
+    def has_label(self, label: str) -> bool:
+        return any(e.label == label for entries in self.sections.values() for e in entries)
+
+
+def load_memory_page(text: str, path: str) -> MemoryPage:
+    """Read back a page this proposer wrote (bullets, citations, facts) for an incremental update."""
+    page = parse_page(text, path)
+    defs = {}
+    for line in page.body.splitlines():
+        m = FOOTDEF_RE.match(line)
+        if m:
+            defs[m.group(1)] = line
+    memory = MemoryPage(path, page.title, str(page.meta.get("type", "topic")), page.scope)
+    memory.facts = [dict(f) for f in page.meta.get("facts") or []]
+    memory.sources = set(page.meta.get("sources") or [])
+    memory.valid_from = str(page.meta.get("valid_from") or "")
+    section = ""
+    for line in page.body.splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+            continue
+        if section and section != "Overview" and line.startswith("- "):
+            labels = re.findall(r"\[\^([^\]\s]+)\]", line)
+            label = labels[0] if labels else ""
+            memory.sections.setdefault(section, []).append(Entry(line[2:], label, defs.get(label, "")))
+    return memory
+
+
+def render_memory_page(memory: MemoryPage, summary: str, overview_limit: int = 12, leads_only: bool = False) -> str:
+    """Render the page; L1 lists the first current entries (or each section's lead entry)."""
+    body = [f"# {memory.title}", "", "## Overview", ""]
+    if leads_only:
+        current = [entries[0] for name, entries in memory.sections.items() if name != "History" and entries]
+    else:
+        current = [e for name, entries in memory.sections.items() if name != "History" for e in entries]
+    if current:
+        body += [f"- {e.line}" for e in current[:overview_limit]]
+        if len(current) > overview_limit:
+            body.append(f"- … and {len(current) - overview_limit} more below.")
+    else:
+        body.append("Nothing current is recorded here.")
+    cited: dict[str, str] = {}
+    for name, entries in memory.sections.items():
+        if not entries:
+            continue
+        body += ["", f"## {name}", ""]
+        for entry in entries:
+            body.append(f"- {entry.line}")
+            if entry.citation:
+                cited[entry.label] = entry.citation
+    body.append("")
+    body += [cited[k] for k in sorted(cited)]
+    meta: dict[str, Any] = {
+        "id": page_id_for_path(memory.path),
+        "type": memory.type,
+        "title": memory.title,
+        "summary": summary,
+        "scope": memory.scope,
+        "status": "active",
+    }
+    if memory.valid_from:
+        meta["valid_from"] = memory.valid_from
+    meta["sources"] = sorted(memory.sources)
+    meta["tags"] = [GENERATED_TAG]
+    if memory.facts:
+        meta["facts"] = [{k: v for k, v in fact.items() if v is not None} for fact in memory.facts]
+    return render_page(meta, "\n".join(body) + "\n")
+
+
+def is_generated(text: str, path: str) -> bool:
+    try:
+        page: Page = parse_page(text, path)
+    except Exception:  # noqa: BLE001 - a page we cannot read is not ours to rewrite
+        return False
+    return GENERATED_TAG in (page.meta.get("tags") or [])
+
+
+def fact_id(statement: Statement) -> str:
+    return "f-" + hashlib.sha256(f"{statement.evidence_id}:{statement.start}:{statement.quote}".encode()).hexdigest()[:8]
+
+
+def citation_line(statement: Statement) -> str:
+    return format_citation(label_for(statement), statement.evidence_id, statement.start, statement.end, statement.quote)

@@ -1,0 +1,117 @@
+"""`kb merge BRANCH`: the merge gate, the merge commit with its audit trail, the index rebuild.
+
+Refuses unless the checks pass on the branch head and a Reviewer of another family (than the
+Proposer) approved that exact commit. The merge commit's trailers and ``reviews/<...>.json``
+record evidence, base, models, families, rounds and verdicts, so git alone tells the story.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pygit2
+
+from kb.errors import ConflictError, GateError
+from kb.repo import FILEMODE_BLOB, Repo
+from pipeline.gate import run_gate
+from pipeline.records import ReviewRecord, proposal_info, reviews_of
+from pipeline.review import branch_base, clean_workspace
+from pipeline.workspace import WRITABLE, remove_workspace
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    branch: str
+    commit: str
+    record_path: str
+    index: Any  # kb.indexing build result, or None when no index is configured to build
+
+
+def _approval(repo: Repo, head: pygit2.Commit, base: pygit2.Commit, proposer_family: str, allow_same: bool) -> ReviewRecord:
+    records = reviews_of(repo, str(head.id))
+    approvals = [r for r in records if r.verdict == "approve"]
+    valid = [r for r in approvals if allow_same or r.reviewer_family != proposer_family]
+    if valid:
+        return valid[-1]
+    if approvals:
+        raise GateError(f"the approval of {str(head.id)[:10]} is by a {approvals[-1].reviewer_family} reviewer, the proposer's own family", hint="review with a model of another family, or set models.allow_same_family: true")
+    for commit in repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
+        if commit.id == base.id:
+            break
+        if commit.id != head.id and any(r.verdict == "approve" for r in reviews_of(repo, str(commit.id))):
+            raise GateError(f"stale approval: {str(commit.id)[:10]} was approved, but the branch moved to {str(head.id)[:10]} after the review", hint=f"run `kb review {records[0].branch if records else 'BRANCH'}` again")
+    last = records[-1].verdict if records else None
+    raise GateError(f"no approval for {str(head.id)[:10]}" + (f" (last verdict: {last})" if last else " (never reviewed)"), hint="run `kb review BRANCH` first")
+
+
+def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.datetime | None = None) -> MergeResult:
+    allow_same = repo.config.models.allow_same_family
+    workspace = clean_workspace(repo, branch)
+    head = workspace.head()
+    base = branch_base(repo, head)
+    info = proposal_info(repo, head, base.id)
+    approval = _approval(repo, head, base, info.get("Kb-Proposer-Family", "unknown"), allow_same)
+    gate = run_gate(workspace.view, base)
+    if not gate.ok:
+        first = gate.errors[0]
+        raise GateError(f"checks fail on {branch}: {len(gate.errors)} error(s), first {first.path}:{first.line} [{first.rule}] {first.message}", hint=f"fix the branch and review it again (`kb check` in {workspace.root})")
+    main = repo.head()
+    assert main is not None
+    dirty = repo.dirty_paths(WRITABLE)
+    if dirty:
+        raise ConflictError(f"the main working tree has uncommitted changes ({dirty[0]})", hint="commit or discard them before merging")
+    index = repo.git.merge_commits(main, head)
+    if index.conflicts:
+        conflicted = sorted({(c[0] or c[1] or c[2]).path for c in index.conflicts})
+        raise ConflictError(f"{branch} conflicts with {repo.git.head.shorthand} in {', '.join(conflicted[:3])}", hint="propose again from the current main")
+    all_reviews = []
+    for commit in repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
+        if commit.id == base.id:
+            break
+        all_reviews.extend(r.to_json() for r in reviews_of(repo, str(commit.id)))
+    now = now or dt.datetime.now(dt.timezone.utc)
+    slug = branch.removeprefix("kb/")
+    record_path = f"reviews/{now:%Y}/{slug}.json"
+    record = {
+        "branch": branch,
+        "head": str(head.id),
+        "base": str(base.id),
+        "evidence": [e.strip() for e in info.get("Kb-Evidence", "").split(",") if e.strip()],
+        "proposer": {"model": info.get("Kb-Proposer-Model", "unknown"), "family": info.get("Kb-Proposer-Family", "unknown")},
+        "reviewer": {"model": approval.reviewer_model, "family": approval.reviewer_family},
+        "rounds": max((r["round"] for r in all_reviews), default=1),
+        "reviews": sorted(all_reviews, key=lambda r: (r["round"], r["at"])),
+        "merged_at": now.replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+    }
+    blob = repo.git.create_blob((json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+    index.add(pygit2.IndexEntry(record_path, blob, FILEMODE_BLOB))
+    tree = index.write_tree(repo.git)
+    verdicts = ", ".join(f"r{r['round']}:{r['verdict']}" for r in record["reviews"])
+    message = (
+        f"Merge {branch}\n\n"
+        f"Kb-Evidence: {', '.join(record['evidence'])}\n"
+        f"Kb-Base: {record['base']}\n"
+        f"Kb-Head: {record['head']}\n"
+        f"Kb-Proposer-Model: {record['proposer']['model']}\n"
+        f"Kb-Proposer-Family: {record['proposer']['family']}\n"
+        f"Kb-Reviewer-Model: {record['reviewer']['model']}\n"
+        f"Kb-Reviewer-Family: {record['reviewer']['family']}\n"
+        f"Kb-Rounds: {record['rounds']}\n"
+        f"Kb-Verdicts: {verdicts}\n"
+        f"Kb-Review-Record: {record_path}\n"
+    )
+    sig = repo.signature()
+    commit_id = repo.git.create_commit(None, sig, sig, message, tree, [main.id, head.id])
+    repo.git.checkout_tree(repo.git[commit_id], strategy=pygit2.enums.CheckoutStrategy.SAFE)
+    repo.git.head.set_target(commit_id)
+    remove_workspace(repo, branch)
+    repo.git.branches.local.delete(branch)
+    result_index = None
+    if build_index:
+        from kb.indexing import build_index as build
+
+        result_index = build(repo)
+    return MergeResult(branch, str(commit_id), record_path, result_index)
