@@ -1,0 +1,136 @@
+"""The whole change loop on the built-in offline agents, with real git repositories."""
+
+from __future__ import annotations
+
+import json
+
+import pygit2
+import pytest
+
+from ci.run import run_checks
+from kb.errors import ConfigError, GateError
+from kb.page import parse_page
+from kb.repo import Repo
+from pipeline.loop import run_loop
+from pipeline.merge import merge_branch
+from pipeline.propose import propose
+from pipeline.records import ReviewRecord, add_review, parse_trailers, reviews_of, status_of
+from pipeline.review import review_branch
+from pipeline.roles import resolve_roles
+from pipeline.workspace import open_workspace
+
+
+def test_run_merges_and_git_alone_tells_the_story(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, ids = sample_repo
+    result = run_loop(repo, build_index=False)
+    assert result.status == "merged", result.reason
+    merge = repo.head()
+    assert len(merge.parents) == 2
+    trailers = parse_trailers(merge.message)
+    assert set(trailers["Kb-Evidence"].split(", ")) == set(ids.values())
+    assert trailers["Kb-Proposer-Family"] == "kb-extractive" and trailers["Kb-Reviewer-Family"] == "kb-deterministic"
+    assert trailers["Kb-Verdicts"] == "r1:approve" and trailers["Kb-Rounds"] == "1"
+    assert trailers["Kb-Base"] == str(merge.parents[0].id)
+    record = json.loads(repo.read_at(merge, trailers["Kb-Review-Record"]))
+    assert record["reviews"][0]["head"] == str(merge.parents[1].id) == trailers["Kb-Head"]
+    assert reviews_of(repo, trailers["Kb-Head"])[0].verdict == "approve"
+    assert run_checks(repo).ok
+    assert repo.dirty_paths() == []
+    assert not [b for b in repo.git.branches.local if b.startswith("kb/")]
+
+
+def test_a_newer_statement_closes_the_older_claim_both_cited(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, ids = sample_repo
+    run_loop(repo, build_index=False)
+    profile = parse_page((repo.root / "users/alice/profile.md").read_text(), "users/alice/profile.md")
+    homes = [f for f in profile.meta["facts"] if f["key"] == "home"]
+    assert [(f["value"], f.get("valid_to")) for f in homes] == [("Berlin", "2025-06-18"), ("Munich", None)]
+    assert homes[0]["source"].startswith(ids["s1"]) and homes[1]["source"].startswith(ids["s2"])
+    history = profile.section_text("history")
+    assert "Berlin" in history and "no longer current since 2025-06-18" in history
+
+
+def test_proposing_twice_changes_nothing(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, _ = sample_repo
+    run_loop(repo, build_index=False)
+    head = repo.head().id
+    with pytest.raises(Exception, match="no new evidence"):
+        propose(repo)
+    assert repo.head().id == head
+
+
+def test_merge_refuses_without_approval_and_with_a_stale_one(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, _ = sample_repo
+    proposal = propose(repo)
+    with pytest.raises(GateError, match="never reviewed"):
+        merge_branch(repo, proposal.branch, build_index=False)
+    assert review_branch(repo, proposal.branch).verdict == "approve"
+    workspace = open_workspace(repo, proposal.branch, create=False)
+    path = "users/alice/travel.md"
+    text = workspace.read_text(path)
+    workspace.write_page(path, text.replace("# Alice: travel", "# Alice: travel and trips"))
+    workspace.commit("Edit after review")
+    with pytest.raises(GateError, match="stale approval"):
+        merge_branch(repo, proposal.branch, build_index=False)
+
+
+def test_merge_refuses_when_checks_fail_even_with_an_approval(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, _ = sample_repo
+    proposal = propose(repo)
+    workspace = open_workspace(repo, proposal.branch, create=False)
+    path = "users/alice/travel.md"
+    workspace.write_page(path, workspace.read_text(path).replace("LH-992-114-07", "LH-992-114-08"))
+    head = workspace.commit("Break a quote")
+    approval = ReviewRecord(proposal.branch, head, proposal.base, 1, "approve", "test/other", "other-family", "kb-offline/extractive", "kb-extractive", "2025-01-01T00:00:00Z")
+    add_review(repo, approval)
+    with pytest.raises(GateError, match="checks fail"):
+        merge_branch(repo, proposal.branch, build_index=False)
+
+
+def test_merge_refuses_an_approval_from_the_proposers_family(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, _ = sample_repo
+    proposal = propose(repo)
+    same = ReviewRecord(proposal.branch, proposal.head, proposal.base, 1, "approve", "kb-offline/extractive", "kb-extractive", "kb-offline/extractive", "kb-extractive", "2025-01-01T00:00:00Z")
+    add_review(repo, same)
+    with pytest.raises(GateError, match="proposer's own family"):
+        merge_branch(repo, proposal.branch, build_index=False)
+
+
+def test_same_family_roles_are_refused_unless_allowed(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, _ = sample_repo
+    config = repo.root / "kb.config.yaml"
+    text = config.read_text().replace("  allow_same_family: false", "  proposer: {model: openai/gpt-4o}\n  reviewer: {model: gpt-4o-mini}\n  allow_same_family: false")
+    config.write_text(text)
+    with pytest.raises(ConfigError, match="openai"):
+        resolve_roles(Repo(repo.root).config)
+    config.write_text(text.replace("allow_same_family: false", "allow_same_family: true"))
+    roles = resolve_roles(Repo(repo.root).config)
+    assert roles.proposer.family == roles.reviewer.family == "openai"
+
+
+def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, ids = sample_repo
+    run_loop(repo, ids=[ids["policy"]], build_index=False)
+    # a later change that deletes a supported claim: the offline reviewer refuses, the offline
+    # proposer cannot restore it, so the branch is left for a human
+    from kb.evidence import add_items, prepare
+
+    extra = prepare(b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document", "system")
+    add_items(repo, [extra])
+
+    def deleting_proposer(workspace, entries, role, run_dir, feedback=None):  # noqa: ANN001
+        path = "knowledge/company-travel-policy.md"
+        text = workspace.read_text(path)
+        kept = [line for line in text.splitlines() if "meal allowance" not in line]
+        workspace.write_page(path, "\n".join(kept) + "\n")
+        return []
+
+    config = repo.root / "kb.config.yaml"
+    config.write_text(config.read_text().replace("  allow_same_family: false", "  proposer: {model: scripted/p, family: scripted}\n  allow_same_family: false"))
+    repo = Repo(repo.root)
+    result = run_loop(repo, ids=[extra.id], build_index=False, model_proposer=deleting_proposer)
+    assert result.status == "needs-human"
+    assert "over-deletion" in " ".join(c.message for c in result.reviews[0].comments)
+    branch_head = repo.git.branches.local[result.proposal.branch].peel(pygit2.Commit)
+    assert status_of(repo, str(branch_head.id))["status"] == "needs-human"
+    assert parse_trailers(repo.head().message).get("Kb-Evidence", "").find(extra.id) == -1
