@@ -22,7 +22,7 @@ from kb.page import Page, page_id_for_path, parse_page, render_page
 
 GENERATED_TAG = "kb-extractive"
 LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: \((?P<turn>[^)]+)\))?: (?P<text>.*)$")
-SENTENCE_RE = re.compile(r"[^.!?。！？]+(?:[.!?。！？]+|$)")
+SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|[。！？]+|$)", re.S)
 SKIP_RE = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|sure|yes|no|great|perfect|bye|goodbye|wow|cool)\b[\s!,.]*$", re.I)
 FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|we|we're|our|us)\b", re.I)
 SECOND_PERSON_FACT_RE = re.compile(r"\b(?:you|your)\b", re.I)
@@ -90,7 +90,12 @@ _VERB_S = {"have": "has", "do": "does", "go": "goes", "am": "is", "was": "was", 
 
 
 _ADVERBS = {"now", "also", "really", "just", "still", "always", "never", "usually", "often", "sometimes", "only", "actually", "definitely", "mostly", "finally", "recently", "already", "currently", "generally", "normally", "absolutely", "totally", "honestly"}
-_NOT_PAST = {"need", "feed", "seed", "speed", "bleed", "breed", "heed", "proceed", "succeed", "exceed", "embed", "shed", "wed", "bed"}
+_BASE_VERBS = set(
+    "prefer like love hate need want live work own drive use eat drink take travel plan speak enjoy know think "
+    "feel hope try keep make play run read write study teach watch visit cook paint bake sing dance swim walk "
+    "ride fly book pay save spend earn owe rent lease support volunteer attend care wish miss remember "
+    "believe mean get see find usually agree understand appreciate admire collect create practice".split()
+)
 
 
 def third_person(sentence: str, name: str) -> str:
@@ -120,16 +125,14 @@ def third_person(sentence: str, name: str) -> str:
     lower = verb.lower()
     if lower in _VERB_S:
         verb = _VERB_S[lower]
-    elif re.fullmatch(r"[a-z]+", lower):
+    elif lower in _BASE_VERBS:
         if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
             verb = lower + "es"
         elif lower.endswith("y") and lower[-2:-1] not in "aeiou":
             verb = lower[:-1] + "ies"
-        elif lower.endswith("ed") and lower not in _NOT_PAST:
-            verb = lower
         else:
             verb = lower + "s"
-    else:
+    elif not re.fullmatch(r"[a-z]+", lower):
         return text
     return f"{name} {adverb}{verb} {tail}".strip()
 

@@ -187,6 +187,23 @@ def normalise_text(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
+def prepare_messages(messages: list[Message], source: str, scope: str, meta: dict[str, Any] | None = None, kind: str = "conversation") -> PreparedItem:
+    """A conversation already read into messages (e.g. one session of a LoCoMo file)."""
+    if not messages:
+        raise FormatError(f"{source}: empty conversation", hint="the session has no messages")
+    content = render_messages(messages)
+    meta = dict(meta or {})
+    times = sorted(m.time for m in messages if m.time)
+    if times:
+        meta.setdefault("first_time", times[0])
+        meta.setdefault("last_time", times[-1])
+    meta.setdefault("messages", len(messages))
+    hits = find_secrets(content)
+    if hits:
+        raise FormatError(f"{source}: contains what looks like a secret ({hits[0].kind}) at stored line {hits[0].line}", hint="evidence is permanent: redact the secret before adding it")
+    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
+
+
 def prepare(
     data: bytes,
     name: str,

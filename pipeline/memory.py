@@ -1,0 +1,62 @@
+"""`kb memory ingest`: conversation sessions become evidence, then one reviewed proposal for
+``users/<id>/``. Nothing bypasses review: the same Proposer, gate, Reviewer and merge gate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb.evidence import add_items, prepare_messages, scope_for_user
+from kb.repo import Repo
+from kb.sessions import Session, read_sessions
+from pipeline.loop import RunResult, run_loop
+
+
+@dataclass
+class IngestResult:
+    user: str
+    sessions: int
+    added: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    run: RunResult | None = None
+
+
+def display_name(user: str) -> str:
+    return user.replace("-", " ").replace("_", " ").replace(".", " ").title()
+
+
+def user_speakers(user: str, sessions: list[Session], speaker: str | None) -> set[str]:
+    """Which speakers are the user: --speaker, else 'user'/'human' or a speaker named like the id."""
+    if speaker:
+        return {speaker}
+    names = {s for session in sessions for s in session.speakers}
+    match = {n for n in names if n.lower().replace(" ", "-") == user or n.lower().split()[0] == user}
+    return match or {"user", "human"}
+
+
+def ingest(
+    repo: Repo,
+    user: str,
+    paths: list[Path],
+    sample: str | None = None,
+    speaker: str | None = None,
+    build_index: bool = True,
+) -> IngestResult:
+    scope = scope_for_user(user)
+    sessions: list[Session] = []
+    warnings: list[str] = []
+    for path in paths:
+        read = read_sessions(path, sample)
+        sessions.extend(read.sessions)
+        warnings.extend(read.warnings)
+    sessions.sort(key=lambda s: (s.date, s.source))
+    speakers = user_speakers(user, sessions, speaker)
+    items = [prepare_messages(list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}) for s in sessions]
+    added = add_items(repo, items)
+    result = IngestResult(user, len(sessions), [e.id for e in added.added], added.duplicates, warnings)
+    if not added.added:
+        return result
+    name = next(iter(speakers)) if speakers - {"user", "human"} else display_name(user)
+    result.run = run_loop(repo, ids=result.added, names={user: name}, speakers={user: speakers}, build_index=build_index)
+    return result
