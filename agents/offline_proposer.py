@@ -181,6 +181,10 @@ def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name
         return pages[path]
 
     claims = closed = 0
+    vehicles: list[str] = []
+    existing_vehicles = read(f"{folder}/vehicles.md")
+    if existing_vehicles and is_generated(existing_vehicles, f"{folder}/vehicles.md"):
+        vehicles.extend(str(f.get("value")) for f in load_memory_page(existing_vehicles, f"{folder}/vehicles.md").facts if str(f.get("key", "")).startswith("vehicle:"))
     user_speakers = {"user", "human", user, name, name.split()[0]} | (speakers or set())
     for item in sorted(items, key=lambda i: (i.date, i.id)):
         if item.kind not in ("conversation", "trajectory"):
@@ -216,10 +220,16 @@ def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name
                 profile.sources.add(st.evidence_id)
                 claims += 1
                 continue
-            slug, title = topic_of(st)
-            topic = page(slug, f"{name}: {title.lower()}" if slug != "notes" else f"{name}: other facts", "topic")
+            vehicle = vehicle_of(st.quote, vehicles)
+            if vehicle is not None:
+                slug, title = "vehicles", vehicle
+            else:
+                slug, title = topic_of(st)
+            topic = page(slug, f"{name}: {'cars and other vehicles' if slug == 'vehicles' else title.lower()}" if slug != "notes" else f"{name}: other facts", "topic")
             if topic.has_label(label):
                 continue
+            if vehicle is not None and not any(f.get("key") == f"vehicle:{slugify(vehicle)}" for f in topic.facts):
+                topic.facts.append({"key": f"vehicle:{slugify(vehicle)}", "value": vehicle, "about": vehicle, "relation": f"{name}'s vehicle", "learned": f"first mentioned by {st.speaker} on {st.date}", "valid_from": st.date, "source": f"{st.evidence_id}#L{st.start}"})
             topic.sections.setdefault(title, []).append(_entry(st))
             topic.sources.add(st.evidence_id)
             claims += 1
@@ -242,6 +252,26 @@ def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name
     return Plan(writes, claims, closed, tuple(i.id for i in items))
 
 
+VEHICLE_RE = re.compile(r"\b((?:19|20)\d{2}) ([A-Z][a-zA-Z]+(?:-[A-Z][a-z]+)?) ([A-Z0-9][\w-]*(?: [0-9A-Z][\w-]*)?)")
+
+
+def vehicle_of(text: str, known: list[str]) -> str | None:
+    """The vehicle a sentence is about: a new "2019 Honda Accord", or a known one named by make
+    or model ("the Honda", "my Tesla"). Same-make vehicles stay apart by year and model."""
+    m = VEHICLE_RE.search(text)
+    if m:
+        found = m.group(0)
+        year, words = m.group(1), set(found.split()[1:])
+        for vehicle in known:
+            if vehicle.split()[0] == year and words & set(vehicle.split()[1:]):
+                return vehicle
+        known.append(found)
+        return found
+    lowered = text.lower()
+    hits = [v for v in known if any(part.lower() in lowered.split() or f" {part.lower()}" in lowered for part in v.split()[1:])]
+    return hits[0] if len(hits) == 1 else None
+
+
 def _close_entry(profile: MemoryPage, label: str, until: str) -> None:
     for section, entries in profile.sections.items():
         if section == "History":
@@ -259,6 +289,9 @@ def _page_summary(memory: MemoryPage, name: str) -> str:
         parts = [f"{ATTRIBUTE_LABELS.get(f['key'].split(':')[0], f['key'])}: {f['value']}" for f in memory.facts if not f.get("valid_to")]
         return _summary(f"{name}'s profile. " + "; ".join(parts) + ".") if parts else _summary(f"{name}'s profile.")
     count = sum(len(v) for k, v in memory.sections.items() if k != "History")
+    vehicles = [str(f["value"]) for f in memory.facts if str(f.get("key", "")).startswith("vehicle:")]
+    if vehicles:
+        return _summary(f"{name}'s cars and other vehicles ({len(vehicles)}): " + "; ".join(vehicles) + f". {count} statements.")
     if memory.type == "timeline":
         return _summary(f"Dated events and plans from {name}'s conversations, newest first ({count} entries).")
     return _summary(f"What {name} said about {memory.title.split(': ', 1)[-1]} ({count} statements).")
