@@ -238,6 +238,8 @@ def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name
                 if not timeline.has_label(label):
                     timeline.sections.setdefault(st.date, []).append(_entry(st))
                     timeline.sources.add(st.evidence_id)
+    if any(i.kind in ("conversation", "trajectory") for i in items):
+        page("profile", f"{name}'s profile", "profile")  # every user has a profile, even an empty one
     writes: dict[str, str] = {}
     index_path = f"{folder}/index.md"
     index_text = read(index_path) or new_index(folder, f"{name}'s memory", f"What {name} has told us, with sources.", scope)
