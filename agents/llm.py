@@ -13,6 +13,7 @@ module builds contains one.
 from __future__ import annotations
 
 import os
+import warnings
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -55,6 +56,8 @@ def load_litellm() -> ModuleType:
     """Import litellm offline and quiet; the only place kb imports it."""
     # Without this, importing litellm fetches its model price list over the network.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # pydantic warns about litellm's ReadOnly TypedDicts on first use; noise on kb's stderr.
+    warnings.filterwarnings("ignore", message=r".*ReadOnly.*", category=UserWarning)
     import litellm
 
     # litellm prints "Give Feedback / Get Help" banners to stdout on errors; kb owns the output.

@@ -7,12 +7,13 @@ and marked ``needs-human`` (a git note on its head), never merged by default.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kb.errors import KbError
 from kb.repo import Repo
 from pipeline.merge import MergeResult, merge_branch
-from pipeline.propose import Proposal, propose, trailers_for
+from pipeline.propose import Proposal, propose, select_evidence, trailers_for
 from pipeline.records import set_status
 from pipeline.review import ReviewResult, clean_workspace, review_branch
 from pipeline.revise import withdraw_flagged
@@ -44,6 +45,18 @@ def _over_budget(repo: Repo, usage: dict[str, Any]) -> str | None:
     return None
 
 
+def feedback_text(review: ReviewResult) -> str:
+    """What the Proposer must answer in its revision: gate findings and review comments."""
+    lines = [f"Round {review.record.round} verdict: {review.verdict}. {review.summary}"]
+    if review.gate.errors:
+        lines.append("Gate findings (deterministic checks):")
+        lines += [f"- {f.path}:{f.line} [{f.rule}] {f.message}" for f in review.gate.errors]
+    if review.comments:
+        lines.append("Reviewer comments:")
+        lines += [f"- {c.path}:{c.line}: {c.message}" + (f" (evidence {c.evidence})" if c.evidence else "") for c in review.comments]
+    return "\n".join(lines)
+
+
 def run_loop(
     repo: Repo,
     ids: list[str] | None = None,
@@ -60,7 +73,7 @@ def run_loop(
     if proposal.head is None:
         result.reason = "no claims to propose"
         return result
-    _add_usage(result.usage, getattr(proposal, "usage", {}) or {})
+    _add_usage(result.usage, proposal.usage)
     max_rounds = repo.config.loop.max_rounds
     for round_no in range(1, max_rounds + 1):
         review = review_branch(repo, proposal.branch, round_no, model_reviewer=model_reviewer)
@@ -82,13 +95,17 @@ def run_loop(
         else:
             revise = model_proposer
             if revise is None:
-                from pipeline.model_agents import run_model_reviser as revise
+                from pipeline.model_agents import run_model_proposer as revise
+            before = str(workspace.head().id)
             try:
-                usage = revise(workspace, proposal, review, roles.proposer)
+                usage = revise(workspace, select_evidence(repo, list(proposal.evidence_ids)), roles.proposer, Path(proposal.run_dir), feedback=feedback_text(review), current_diff=None)
             except KbError as exc:
                 result.reason = f"revision failed: {exc.message}"
                 break
             _add_usage(result.usage, usage or {})
+            if str(workspace.head().id) != before:
+                workspace.commit(f"Revise after review round {round_no}", entries_trailers, allow_empty=True)
+                continue
         if workspace.commit(f"Revise after review round {round_no}", entries_trailers) is None:
             result.reason = f"round {round_no}: the Proposer made no change in response to the review"
             break

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import Any
 
 import pygit2
 
 from agents.extractive import EvidenceInput
 from agents.offline_proposer import Plan, plan_documents, plan_user_memory
-from kb.errors import NotFoundError, UsageError
+from kb.errors import KbError, NotFoundError, UsageError
 from kb.evidence import LEDGER_PATH, LedgerEntry, parse_ledger
 from kb.page import parse_page
 from kb.repo import Repo
@@ -37,6 +38,7 @@ class Proposal:
     proposer: Role
     run_dir: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    usage: dict[str, Any] = field(default_factory=dict)
 
 
 def ledger_at(repo: Repo, commit: pygit2.Commit | None) -> list[LedgerEntry]:
@@ -155,6 +157,7 @@ def propose(
     run_dir = new_run_dir(repo, "propose")
     claims = closed = 0
     notes: list[str] = []
+    usage: dict[str, Any] = {}
     if roles.proposer.offline:
         inputs = evidence_inputs(repo, entries)
         for plan in plan_offline(workspace, inputs, names, speakers):
@@ -166,12 +169,18 @@ def propose(
     else:
         if model_proposer is None:
             from pipeline.model_agents import run_model_proposer as model_proposer
-        notes.extend(model_proposer(workspace, entries, roles.proposer, run_dir, feedback=None))
-    files = tuple(workspace.view.dirty_paths(("knowledge/", "users/")))
+        try:
+            usage = model_proposer(workspace, entries, roles.proposer, run_dir, feedback=None) or {}
+        except KbError:
+            if workspace.head().id == head.id:  # nothing written: leave no empty branch behind
+                remove_workspace(repo, branch)
+                repo.git.branches.local.delete(branch)
+            raise
+    files = tuple(sorted(d.new_file.path for d in repo.git.diff(head.tree, workspace.head().tree).deltas) + list(workspace.view.dirty_paths(("knowledge/", "users/"))))
     title = f"Propose knowledge from {len(entries)} evidence item(s)"
-    commit = workspace.commit(title + f"\n\n{claims} new claim(s), {closed} closed.", trailers_for(entries, str(head.id), roles.proposer, 1))
+    commit = workspace.commit(title + f"\n\n{claims} new claim(s), {closed} closed.", trailers_for(entries, str(head.id), roles.proposer, 1), allow_empty=bool(files))
     if commit is None:
         remove_workspace(repo, branch)
         repo.git.branches.local.delete(branch)
         return Proposal(branch, str(head.id), None, tuple(e.id for e in entries), (), 0, 0, roles.proposer, str(run_dir), tuple(notes) + ("nothing to write: no claims could be extracted",))
-    return Proposal(branch, str(head.id), commit, tuple(e.id for e in entries), files, claims, closed, roles.proposer, str(run_dir), tuple(notes))
+    return Proposal(branch, str(head.id), commit, tuple(e.id for e in entries), tuple(sorted(set(files))), claims, closed, roles.proposer, str(run_dir), tuple(notes), usage)

@@ -18,7 +18,7 @@ from kb.repo import Repo
 from pipeline.gate import GateReport, run_gate
 from pipeline.offline_review import review_offline
 from pipeline.records import ReviewRecord, add_review, proposal_info
-from pipeline.roles import resolve_roles
+from pipeline.roles import Role, resolve_roles
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import WRITABLE, Workspace, open_workspace
 
@@ -60,7 +60,14 @@ def review_branch(repo: Repo, branch: str, round_no: int = 1, model_reviewer=Non
     info = proposal_info(repo, head, base.id)
     run_dir = new_run_dir(repo, "review")
     usage: dict[str, Any] = {}
-    if roles.reviewer.offline:
+    reviewer = roles.reviewer
+    if not gate.ok and not reviewer.offline:
+        # The gate's findings go back to the Proposer first: no model tokens on typos.
+        verdict, summary = "request_changes", f"Deterministic gate: {len(gate.errors)} error(s); the model reviewer was not called."
+        comments = [Comment(path=f.path, line=f.line, message=f"[{f.rule}] {f.message}") for f in gate.errors]
+        reviewer = Role("kb-gate/deterministic", "kb-deterministic", None)
+        save_transcript(run_dir, "reviewer", {"agent": reviewer.model, "head": str(head.id), "gate": gate.text(), "verdict": verdict})
+    elif reviewer.offline:
         outcome = review_offline(repo, base, head, gate)
         verdict, summary, comments = outcome.verdict, outcome.summary, outcome.comments
         save_transcript(run_dir, "reviewer", {"agent": roles.reviewer.model, "head": str(head.id), "gate": gate.text(), "verdict": verdict, "comments": [c.model_dump() for c in comments]})
@@ -74,8 +81,8 @@ def review_branch(repo: Repo, branch: str, round_no: int = 1, model_reviewer=Non
         base=str(base.id),
         round=round_no,
         verdict=verdict,
-        reviewer_model=roles.reviewer.model,
-        reviewer_family=roles.reviewer.family,
+        reviewer_model=reviewer.model,
+        reviewer_family=reviewer.family,
         proposer_model=info.get("Kb-Proposer-Model", "unknown"),
         proposer_family=info.get("Kb-Proposer-Family", "unknown"),
         at=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),

@@ -123,11 +123,12 @@ class Workspace:
     def changed_paths(self, base: pygit2.Commit) -> list[str]:
         return Repo(self.root).changed_since(base)
 
-    def commit(self, message: str, trailers: dict[str, str] | None = None) -> str | None:
-        """Commit every change under the writable folders; None when nothing changed."""
+    def commit(self, message: str, trailers: dict[str, str] | None = None, allow_empty: bool = False) -> str | None:
+        """Commit every change under the writable folders; None when nothing changed (unless
+        ``allow_empty``: then a commit that only carries the message and trailers)."""
         view = Repo(self.root)
         paths = view.dirty_paths(WRITABLE)
-        if not paths:
+        if not paths and not allow_empty:
             return None
         text = message.rstrip() + "\n"
         if trailers:

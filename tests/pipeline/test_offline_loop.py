@@ -118,12 +118,12 @@ def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: 
     extra = prepare(b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document", "system")
     add_items(repo, [extra])
 
-    def deleting_proposer(workspace, entries, role, run_dir, feedback=None):  # noqa: ANN001
+    def deleting_proposer(workspace, entries, role, run_dir, feedback=None, current_diff=None):  # noqa: ANN001
         path = "knowledge/company-travel-policy.md"
         text = workspace.read_text(path)
         kept = [line for line in text.splitlines() if "meal allowance" not in line]
         workspace.write_page(path, "\n".join(kept) + "\n")
-        return []
+        return {}
 
     config = repo.root / "kb.config.yaml"
     config.write_text(config.read_text().replace("  allow_same_family: false", "  proposer: {model: scripted/p, family: scripted}\n  allow_same_family: false"))
