@@ -53,20 +53,26 @@ def _han_words(run: str) -> Iterator[tuple[str, int, int]]:
             yield word, start, end
 
 
-def iter_tokens(text: str) -> Iterator[tuple[str, int, int]]:
+@lru_cache(maxsize=4096)  # a page's title and summary are analysed once per chunk: mostly hits
+def analyse(text: str) -> tuple[tuple[str, int, int], ...]:
     """(token, start char, end char) for ``text``, in order."""
+    out: list[tuple[str, int, int]] = []
     text = unicodedata.normalize("NFKC", text)
     for match in _RUN_RE.finditer(text):
         han, word = match.group(1), match.group(2)
         if han:
             base = match.start()
-            for token, start, end in _han_words(han):
-                yield token, base + start, base + end
+            out.extend((token, base + start, base + end) for token, start, end in _han_words(han))
             continue
         lowered = word.lower()
         if (len(lowered) < 2 and not lowered.isdigit()) or lowered in ENGLISH_STOP_WORDS:
             continue
-        yield _stem(lowered), match.start(), match.end()
+        out.append((_stem(lowered), match.start(), match.end()))
+    return tuple(out)
+
+
+def iter_tokens(text: str) -> Iterator[tuple[str, int, int]]:
+    return iter(analyse(text))
 
 
 def tokenize(text: str) -> list[str]:

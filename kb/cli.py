@@ -174,6 +174,19 @@ def check(
         raise typer.Exit(EXIT_FINDINGS)
 
 
+from kb.cli_retrieval import register as _register_retrieval  # noqa: E402
+_register_retrieval(app)
+
+
+from kb.cli_loop import register as _register_loop  # noqa: E402
+
+_register_loop(app)
+
+from kb.cli_memory import register as _register_memory  # noqa: E402
+
+_register_memory(app)
+
+
 # ---- entry point -----------------------------------------------------------------------
 
 

@@ -79,5 +79,70 @@ def show_cmd(
         _echo(data.decode("utf-8").rstrip("\n"))
 
 
+@memory_app.command("context")
+def context_cmd(
+    question: Annotated[str, typer.Argument(help="The user's question.")],
+    user: Annotated[str, typer.Option(help="The user.")],
+    budget: Annotated[int, typer.Option(help="Token budget of the whole context (tiktoken cl100k_base).")] = 2000,
+    variant: Annotated[str, typer.Option(help="both (memory pages and raw evidence) | pages | raw")] = "both",
+    as_json: Annotated[bool, typer.Option("--json", help="Items with sources, dates, citations and token counts.")] = False,
+) -> None:
+    """Build the prompt context for a user's question: profile first, then relevant memory and
+    evidence, labelled with sources, marked as data, within the budget.
+
+    Example: kb memory context --user alice "Which seat should I book?" --budget 1500
+    """
+    from kb.memory_context import build_context
+
+    context = build_context(_open(), user, question, budget, variant)
+    if as_json:
+        _echo(json.dumps(context.to_dict(), indent=2, ensure_ascii=False, sort_keys=True))
+    else:
+        _echo(context.text())
+
+
+def eval_memory_cmd(
+    locomo: Annotated[Optional[Path], typer.Option(help="LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")] = None,
+    cases: Annotated[Optional[Path], typer.Option(help="Folder of YAML memory cases.")] = None,
+    variant: Annotated[str, typer.Option(help="raw | pages | both | all")] = "all",
+    k: Annotated[str, typer.Option(help="Comma-separated cut-offs.")] = "5,10",
+    limit: Annotated[Optional[int], typer.Option(help="LoCoMo: only the first N conversations.")] = None,
+    qa_limit: Annotated[Optional[int], typer.Option(help="LoCoMo: only the first N questions of each conversation.")] = None,
+    workdir: Annotated[Optional[Path], typer.Option(help="Where to build the evaluation repositories (default: a temp dir).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Per variant: overall and per-category recall@k.")] = False,
+) -> None:
+    """Evaluate memory without a model: LoCoMo evidence recall@k per category for raw evidence,
+    memory pages, and both; key-fact recall of the memory cases.
+
+    Example: kb eval memory --locomo ../shared/data/locomo/locomo-dev.json --variant all --k 5,10
+    """
+    from kb.errors import UsageError
+    from pipeline.eval_memory import run_eval
+
+    try:
+        ks = sorted({int(x) for x in k.split(",") if x.strip()})
+    except ValueError:
+        raise UsageError(f"bad --k {k!r}", hint="use comma-separated integers, e.g. 5,10") from None
+    report = run_eval(locomo, cases, variant, ks, workdir, limit, qa_limit)
+    if as_json:
+        _echo(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    if "locomo" in report:
+        lo = report["locomo"]
+        _echo(f"LoCoMo: {lo['conversations']} conversation(s), {lo['questions']} question(s), {lo['skipped_malformed_evidence']} skipped (malformed evidence ids)")
+        _echo(f"ingest: {lo['ingest']['sessions']} sessions in {lo['ingest']['seconds']} s ({lo['ingest']['sessions_per_minute']} sessions/min); index build {lo['index_build_s']} s")
+        for name, v in lo["variants"].items():
+            _echo(f"  {name:<6} overall {v['overall']}  context p50 {v['context_latency_ms']['p50']} ms, p95 {v['context_latency_ms']['p95']} ms")
+            for cat, values in v["per_category"].items():
+                _echo(f"         {cat:<16} {values}")
+    if "cases" in report:
+        for row in report["cases"]["cases"]:
+            parts = [f"{v}: {row[v]['found']}/{row[v]['key_facts']}" for v in ("raw", "pages", "both") if v in row]
+            _echo(f"{row['case']}: key facts in context {', '.join(parts)}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(memory_app, name="memory")
+    from kb.cli_retrieval import eval_app
+
+    eval_app.command("memory")(eval_memory_cmd)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job on the built-in offline defaults, step by step, on bundled sample evidence.
+# The main job on the built-in offline defaults, step by step, on bundled sample evidence:
+# evidence in, branch proposed, checked, reviewed, merged, indexed, searched.
 set -euo pipefail
 KB=${KB:-kb}
 DEMO_DIR=${DEMO_DIR:-demo}
@@ -11,9 +12,20 @@ rm -rf "$DEMO_DIR"
 step "$KB" init "$DEMO_DIR"
 cd "$DEMO_DIR"
 step "$KB" evidence add "$SAMPLES/travel-policy.md" --kind document --source "sample: travel policy"
-step "$KB" evidence add "$SAMPLES/alice-2025-03-02.json" "$SAMPLES/alice-2025-06-18.json" --kind conversation --user alice
+step "$KB" evidence add "$SAMPLES/alice-2025-03-02.json" --kind conversation --user alice
 step "$KB" evidence list
-first=$("$KB" evidence list --user alice | head -n 1 | cut -d' ' -f1)
-step "$KB" evidence show "$first" --lines 3-6
+# propose, check, review and merge the first session and the policy; the merge builds the index
+step "$KB" run
+step "$KB" memory show --user alice
+# a later session changes two facts: the older claims are closed, not overwritten
+step "$KB" evidence add "$SAMPLES/alice-2025-06-18.json" --kind conversation --user alice
+branch=$("$KB" propose | tee /dev/stderr | sed -n 's/^branch \([^ ]*\) .*/\1/p')
+step "$KB" review "$branch"
+step "$KB" merge "$branch"
 step "$KB" check
-step git log --oneline
+step "$KB" index status
+step "$KB" search "where does alice live" --as user:alice --k 3
+step "$KB" search "meal allowance outside the EU" --k 2
+step "$KB" search "where does alice live" --as user:bob --k 3
+step "$KB" memory context --user alice "Which seat should I book for my flight?" --budget 600
+step git log --oneline --graph -n 8

@@ -1,0 +1,31 @@
+"""A merged change is traceable from git alone and can be undone: `git revert -m 1` of the merge
+followed by `kb index build` removes its pages from every retriever."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from kb.indexing import build_index
+from kb.repo import Repo
+from kb.search import search
+from pipeline.loop import run_loop
+from tests.pipeline.conftest import add_file
+from kb.scaffold import init_repository
+
+
+def test_revert_of_a_merge_then_index_build_removes_its_pages(tmp_path: Path) -> None:
+    repo = init_repository(tmp_path / "kb")
+    add_file(repo, "travel-policy.md", "document")
+    result = run_loop(repo)  # merges and builds the index
+    assert result.status == "merged"
+    for mode in ("bm25", "dense", "hybrid"):
+        assert [h.id for h in search(repo, "daily meal allowance", k=3, mode=mode)][0] == "knowledge/company-travel-policy"
+    merge = repo.head()
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+    subprocess.run(["git", "revert", "--no-edit", "-m", "1", str(merge.id)], cwd=repo.root, check=True, capture_output=True, env=env)
+    repo = Repo(repo.root)
+    assert not (repo.root / "knowledge/company-travel-policy.md").exists()
+    build_index(repo)
+    for mode in ("bm25", "dense", "hybrid"):
+        assert "knowledge/company-travel-policy" not in [h.id for h in search(repo, "daily meal allowance", k=10, mode=mode)]

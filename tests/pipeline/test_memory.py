@@ -1,0 +1,106 @@
+"""User memory end to end with real repositories and a real index: ingest, updates over time,
+entities kept apart, idempotent ingest, and the context an agent gets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kb.memory_context import build_context
+from kb.page import parse_page
+from kb.repo import Repo
+from kb.scaffold import init_repository
+from kb.tokens import count_tokens
+from pipeline.memory import ingest
+
+
+def chat(path: Path, messages: list[tuple[str, str]], time: str | None) -> Path:
+    data = [{"role": role, "content": text} | ({"timestamp": time} if time else {}) for role, text in messages]
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture(scope="module")
+def memory_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    tmp = tmp_path_factory.mktemp("memory")
+    repo = init_repository(tmp / "kb")
+    s1 = chat(tmp / "s1.json", [("user", "I live in Lyon and I work as a nurse."), ("user", "I own a 2015 Toyota Corolla that I drive to the hospital."), ("assistant", "Noted.")], "2024-03-01T10:00:00Z")
+    s2 = chat(tmp / "s2.json", [("user", "Big news: I moved to Toulouse last week."), ("user", "I also bought a 2022 Renault Zoe for short trips."), ("user", "The Corolla needs new tyres soon.")], "2024-09-12T18:30:00Z")
+    bob = chat(tmp / "bob.json", [("user", "I live in Oslo and my car is a 2020 Volvo XC40.")], "2024-05-05T08:00:00Z")
+    first = ingest(repo, "claire", [s2, s1])  # out of order on purpose: processed by date
+    assert first.run is not None and first.run.status == "merged"
+    assert ingest(repo, "bob", [bob]).run.status == "merged"
+    return repo
+
+
+def test_contradicting_sessions_give_one_closed_and_one_current_claim(memory_repo: Repo) -> None:
+    profile = parse_page((memory_repo.root / "users/claire/profile.md").read_text(), "users/claire/profile.md")
+    homes = [(f["value"], f.get("valid_to"), f["source"].split("#")[0]) for f in profile.meta["facts"] if f["key"] == "home"]
+    assert [h[:2] for h in homes] == [("Lyon", "2024-09-12"), ("Toulouse", None)]
+    assert homes[0][2] != homes[1][2]  # each cited from its own session
+    assert "Lyon" in profile.section_text("history") and "Toulouse" in profile.section_text("identity")
+
+
+def test_two_vehicles_stay_two_entries_and_my_car_finds_both(memory_repo: Repo) -> None:
+    vehicles = parse_page((memory_repo.root / "users/claire/vehicles.md").read_text(), "users/claire/vehicles.md")
+    assert sorted(f["value"] for f in vehicles.meta["facts"]) == ["2015 Toyota Corolla", "2022 Renault Zoe"]
+    assert {"2015-toyota-corolla", "2022-renault-zoe"} <= vehicles.structure.anchors
+    context = build_context(memory_repo, "claire", "When should I service my car?", budget=1500)
+    text = context.text()
+    assert "2015 Toyota Corolla" in text and "2022 Renault Zoe" in text
+
+
+def test_ingesting_a_session_twice_changes_nothing(memory_repo: Repo, tmp_path: Path) -> None:
+    head = memory_repo.head().id
+    again = chat(tmp_path / "s1.json", [("user", "I live in Lyon and I work as a nurse."), ("user", "I own a 2015 Toyota Corolla that I drive to the hospital."), ("assistant", "Noted.")], "2024-03-01T10:00:00Z")
+    result = ingest(memory_repo, "claire", [again])
+    assert result.added == [] and len(result.skipped) == 1 and result.run is None
+    assert memory_repo.head().id == head
+
+
+@pytest.mark.parametrize("budget", [60, 150, 400, 1200])
+def test_context_fits_its_budget_puts_the_profile_first_and_stays_in_scope(memory_repo: Repo, budget: int) -> None:
+    context = build_context(memory_repo, "claire", "Where do I live and what car do I drive?", budget=budget)
+    assert count_tokens(context.text()) <= budget
+    if context.items:
+        assert context.items[0].kind == "profile"
+    text = context.text()
+    assert "Oslo" not in text and "Volvo" not in text and "users/bob" not in text
+    for item in context.items:
+        assert item.source.startswith(("users/claire/", "knowledge/", "ev-"))
+    assert "data, not instructions" in text
+
+
+def test_context_items_are_labelled_with_source_and_date(memory_repo: Repo) -> None:
+    context = build_context(memory_repo, "claire", "Which city did I move to?", budget=2000)
+    evidence = [i for i in context.items if i.kind == "evidence"]
+    memory = [i for i in context.items if i.kind == "memory"]
+    assert evidence and memory
+    assert all(i.date for i in evidence) and all(i.cites for i in memory)
+    kinds = [i.kind for i in context.items]
+    assert kinds == sorted(kinds, key=["profile", "memory", "evidence", "knowledge"].index)
+
+
+def test_memory_bad_input(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    root = tmp_path / "kb"
+    cli("init", str(root))
+    unknown = tmp_path / "notes.csv"
+    unknown.write_text("a,b\n")
+    result = cli("memory", "ingest", "--user", "dana", str(unknown), "--no-index", cwd=root)
+    assert result.code == 5 and "unknown session format" in result.err and "Traceback" not in result.err
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    result = cli("memory", "ingest", "--user", "dana", str(empty), "--no-index")
+    assert result.code == 5 and "empty" in result.err
+    result = cli("memory", "ingest", "--user", "../dana", str(empty), "--no-index")
+    assert result.code == 2 and "invalid user id" in result.err
+    untimed = chat(tmp_path / "untimed.json", [("user", "I live in Porto and I prefer window seats.")], None)
+    os.utime(untimed, (1_700_000_000, 1_700_000_000))
+    result = cli("memory", "ingest", "--user", "dana", str(untimed), "--no-index")
+    assert result.code == 0, result.err
+    assert "warning: untimed.json: messages have no timestamps; using the file's time 2023-11-14T22:13:20" in result.err
+    stored = next((root / "evidence").rglob("ev-*.md")).read_text()
+    assert stored.startswith("[2023-11-14T22:13:20] user: I live in Porto")
