@@ -109,6 +109,7 @@ def eval_memory_cmd(
     limit: Annotated[Optional[int], typer.Option(help="LoCoMo: only the first N conversations.")] = None,
     qa_limit: Annotated[Optional[int], typer.Option(help="LoCoMo: only the first N questions of each conversation.")] = None,
     workdir: Annotated[Optional[Path], typer.Option(help="Where to build the evaluation repositories (default: a temp dir).")] = None,
+    judge: Annotated[bool, typer.Option("--judge", help="Cases: also answer with models.proposer and grade with models.judge (a third family). Opt-in; calls real models.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Per variant: overall and per-category recall@k.")] = False,
 ) -> None:
     """Evaluate memory without a model: LoCoMo evidence recall@k per category for raw evidence,
@@ -123,7 +124,13 @@ def eval_memory_cmd(
         ks = sorted({int(x) for x in k.split(",") if x.strip()})
     except ValueError:
         raise UsageError(f"bad --k {k!r}", hint="use comma-separated integers, e.g. 5,10") from None
-    report = run_eval(locomo, cases, variant, ks, workdir, limit, qa_limit)
+    from kb.errors import NotARepositoryError
+
+    try:  # inside a repository, its configured agents build the evaluated memory
+        config_text: str | None = (_open().root / "kb.config.yaml").read_text(encoding="utf-8")
+    except NotARepositoryError:
+        config_text = None
+    report = run_eval(locomo, cases, variant, ks, workdir, limit, qa_limit, judge=judge, config_text=config_text)
     if as_json:
         _echo(json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False))
         return
@@ -137,7 +144,7 @@ def eval_memory_cmd(
                 _echo(f"         {cat:<16} {values}")
     if "cases" in report:
         for row in report["cases"]["cases"]:
-            parts = [f"{v}: {row[v]['found']}/{row[v]['key_facts']}" for v in ("raw", "pages", "both") if v in row]
+            parts = [f"{v}: {row[v]['found']}/{row[v]['key_facts']}" + (f" (judge {row[v]['judge_score']})" if "judge_score" in row[v] else "") for v in ("raw", "pages", "both") if v in row]
             _echo(f"{row['case']}: key facts in context {', '.join(parts)}")
 
 

@@ -106,11 +106,22 @@ def ingest_locomo(repo: Repo, path: Path, limit: int | None) -> tuple[list[dict[
     return samples, {"sessions": sessions, "seconds": round(seconds, 2), "sessions_per_minute": round(sessions / seconds * 60, 1) if seconds else None}
 
 
-def eval_locomo(path: Path, variants: list[str], ks: list[int], workdir: Path, limit: int | None = None, qa_limit: int | None = None) -> dict[str, Any]:
+def eval_repository(path: Path, config_text: str | None) -> Repo:
+    """A fresh repository for an evaluation, with the caller's configuration when given (so
+    memory is built by the configured agents; the offline ones otherwise)."""
+    repo = init_repository(path)
+    if config_text is not None:
+        (repo.root / "kb.config.yaml").write_text(config_text, encoding="utf-8")
+        repo.commit_worktree_paths(["kb.config.yaml"], "eval: use the caller's configuration\n")
+        repo = Repo(repo.root)
+    return repo
+
+
+def eval_locomo(path: Path, variants: list[str], ks: list[int], workdir: Path, limit: int | None = None, qa_limit: int | None = None, config_text: str | None = None) -> dict[str, Any]:
     from kb.indexing import build_index
     from kb.search import open_searcher
 
-    repo = init_repository(workdir / "locomo")
+    repo = eval_repository(workdir / "locomo", config_text)
     samples, ingest_stats = ingest_locomo(repo, path, limit)
     start = time.perf_counter()
     build_index(repo)
@@ -155,12 +166,14 @@ def eval_locomo(path: Path, variants: list[str], ks: list[int], workdir: Path, l
     }
 
 
-def eval_cases(folder: Path, variants: list[str], workdir: Path, budget: int = 2000) -> dict[str, Any]:
+def eval_cases(folder: Path, variants: list[str], workdir: Path, budget: int = 2000, judge: bool = False, config_text: str | None = None) -> dict[str, Any]:
+    """Key-fact recall of each case's context; with ``judge``, also a model's answer and its grade.
+    ``config_text`` (the caller's kb.config.yaml) chooses the agents that build the memory."""
     from kb.indexing import build_index
     from kb.search import open_searcher
     from pipeline.memory import ingest
 
-    repo = init_repository(workdir / "cases")
+    repo = eval_repository(workdir / "cases", config_text)
     cases = sorted(folder.rglob("*.yaml"))
     if not cases:
         raise UsageError(f"no .yaml case files under {folder}")
@@ -179,11 +192,16 @@ def eval_cases(folder: Path, variants: list[str], workdir: Path, budget: int = 2
             context = build_context(repo, users[case], data["user_question"], budget=budget, variant=variant, searcher=searcher)
             hit, missing = keyfact_recall(data["evaluation_criteria"], context.text())
             row[variant] = {"key_facts": len(hit) + len(missing), "found": len(hit), "recall": round(len(hit) / max(1, len(hit) + len(missing)), 3), "missing": missing, "tokens": context.tokens}
+            if judge:
+                from pipeline.judge import answer_and_judge
+
+                judged = answer_and_judge(repo.config, data["user_question"], context.text(), data["evaluation_criteria"])
+                row[variant] |= {"answer": judged.answer, "judge_score": judged.score, "judge_reason": judged.reason, "answer_model": judged.answer_model, "judge_model": judged.judge_model}
         rows.append(row)
     return {"cases": rows, "budget": budget}
 
 
-def run_eval(locomo: Path | None, cases: Path | None, variant: str, ks: list[int], workdir: Path | None = None, limit: int | None = None, qa_limit: int | None = None) -> dict[str, Any]:
+def run_eval(locomo: Path | None, cases: Path | None, variant: str, ks: list[int], workdir: Path | None = None, limit: int | None = None, qa_limit: int | None = None, judge: bool = False, config_text: str | None = None) -> dict[str, Any]:
     if locomo is None and cases is None:
         raise UsageError("nothing to evaluate", hint="pass --locomo FILE and/or --cases DIR")
     variants = list(VARIANTS) if variant == "all" else [variant]
@@ -192,8 +210,8 @@ def run_eval(locomo: Path | None, cases: Path | None, variant: str, ks: list[int
     work = workdir or Path(tempfile.mkdtemp(prefix="kb-eval-memory-"))
     out: dict[str, Any] = {"workdir": str(work)}
     if locomo is not None:
-        out["locomo"] = eval_locomo(locomo, variants, ks, work, limit, qa_limit)
+        out["locomo"] = eval_locomo(locomo, variants, ks, work, limit, qa_limit, config_text)
     if cases is not None:
-        out["cases"] = eval_cases(cases, variants, work)
+        out["cases"] = eval_cases(cases, variants, work, judge=judge, config_text=config_text)
     return out
 
