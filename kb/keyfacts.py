@@ -35,7 +35,9 @@ def key_facts(text: str) -> list[str]:
 
 
 def _norm(text: str) -> str:
-    return re.sub(r"[^0-9a-z$.]+", " ", text.lower()).strip()
+    """Lower case; punctuation to spaces, except a decimal point between digits and '$'."""
+    text = re.sub(r"(?<=\d)\.(?=\d)", "\x00", text.lower())
+    return re.sub(r"[^0-9a-z$\x00]+", " ", text).replace("\x00", ".").strip()
 
 
 def mentions(text: str, fact: str) -> bool:
