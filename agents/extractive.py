@@ -158,8 +158,12 @@ def conversation_statements(item: EvidenceInput, user_speakers: set[str], name: 
             messages.append((n, n, m.group("speaker").strip(), m.group("time") or "", m.group("text")))
     out = []
     speakers = {s.lower() for s in user_speakers}
+    previous: tuple[int, int, str, str, str] | None = None
     for start, end, speaker, time, text in messages:
         by_user = speaker.lower() in speakers or speaker.lower().split(" (")[0] in speakers
+        answer = _short_answer(previous, speaker, text) if by_user else None
+        previous = (start, end, speaker, time, text)
+        found = len(out)
         for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
             sentence = raw.strip()
             words = sentence.split()
@@ -175,7 +179,25 @@ def conversation_statements(item: EvidenceInput, user_speakers: set[str], name: 
                 claim = f'{speaker} told {name}: "{sentence}"'
             date = _iso_date(time) or item.date
             out.append(Statement(item.id, start, end, speaker, sentence, _terminated(claim), date, by_user, ordinal))
+        if answer is not None and len(out) == found:  # nothing stood alone: keep the answer with its question
+            q_start, question = answer
+            claim = f'Asked "{question}", {name} answered: "{text.strip()}"'
+            out.append(Statement(item.id, q_start, end, speaker, text.strip(), _terminated(claim), _iso_date(time) or item.date, True))
     return out
+
+
+def _short_answer(previous: tuple[int, int, str, str, str] | None, speaker: str, text: str) -> tuple[int, str] | None:
+    """A short reply with a fact in it (a number, a name) to the other speaker's question only
+    makes sense with the question: (line of the question, the question)."""
+    if previous is None or previous[2] == speaker:
+        return None
+    words = text.split()
+    if text.strip().endswith("?") or not 1 <= len(words) <= 10 or not re.search(r"\d|\b[A-Z][a-z]+\b(?<!^\w)", text[1:]) and not re.search(r"\d", text):
+        return None
+    questions = [q.strip() for q in SENTENCE_RE.findall(previous[4]) if q.strip().endswith("?")]
+    if not questions:
+        return None
+    return previous[0], questions[-1]
 
 
 def _terminated(text: str) -> str:

@@ -1,0 +1,50 @@
+"""The offline Proposer's extraction: informative sentences, third person, answers kept with
+their questions, attributes that close older values, vehicles kept apart."""
+
+from __future__ import annotations
+
+from agents.extractive import EvidenceInput, attribute_of, conversation_statements, third_person
+from agents.offline_proposer import plan_user_memory, vehicle_of
+from kb.evidence import Message, render_messages
+from kb.page import parse_page
+
+
+def item(messages: list[tuple[str, str]], date: str = "2024-06-15", ev: str = "ev-0123456789abcdef") -> EvidenceInput:
+    text = render_messages([Message(who, what, f"{date}T10:00:00") for who, what in messages])
+    return EvidenceInput(ev, "conversation", "user:jo", text, "t", date)
+
+
+def test_third_person_keeps_negations_and_numbers() -> None:
+    assert third_person("I do not drink alcohol.", "Jo") == "Jo does not drink alcohol."
+    assert third_person("I now prefer window seats.", "Jo") == "Jo now prefers window seats."
+    assert third_person("I bought 2 bikes.", "Jo") == "Jo bought 2 bikes."
+    assert third_person("Honestly that was great.", "Jo") == "Honestly that was great."
+
+
+def test_short_answers_stay_with_their_question_and_cite_both_lines() -> None:
+    sts = conversation_statements(item([("assistant", "When does your passport expire?"), ("user", "February 18th, 2025."), ("assistant", "Thanks!"), ("user", "Which one is closer?")]), {"user"}, "Jo")
+    assert [(s.start, s.end, s.claim) for s in sts] == [(1, 2, 'Asked "When does your passport expire?", Jo answered: "February 18th, 2025."')]
+
+
+def test_greetings_and_questions_are_not_claims() -> None:
+    assert conversation_statements(item([("user", "Hi there!"), ("user", "Can you help me with my trip?")]), {"user"}, "Jo") == []
+
+
+def test_attributes_and_updates_close_older_values() -> None:
+    first = item([("user", "I live in Lyon and I work as a nurse.")], "2024-01-01", "ev-aaaaaaaaaaaaaaaa")
+    second = item([("user", "I moved to Toulouse last week.")], "2024-06-01", "ev-bbbbbbbbbbbbbbbb")
+    st = conversation_statements(first, {"user"}, "Jo")[0]
+    assert attribute_of(st).key == "home" and attribute_of(st).value == "Lyon"
+    plan = plan_user_memory("jo", [second, first], lambda path: None, "Jo")
+    profile = parse_page(plan.writes["users/jo/profile.md"], "users/jo/profile.md")
+    assert [(f["value"], f.get("valid_to")) for f in profile.meta["facts"] if f["key"] == "home"] == [("Lyon", "2024-06-01"), ("Toulouse", None)]
+    assert plan.closed == 1
+
+
+def test_vehicles_of_the_same_make_stay_apart() -> None:
+    known: list[str] = []
+    assert vehicle_of("I have a 2019 Honda Accord.", known) == "2019 Honda Accord"
+    assert vehicle_of("And a 2022 Honda Civic for my son.", known) == "2022 Honda Civic"
+    assert vehicle_of("The Civic needs tyres.", known) == "2022 Honda Civic"
+    assert vehicle_of("The Honda is due for service.", known) is None  # ambiguous: two Hondas
+    assert vehicle_of("It's the 2019 Accord LX.", known) == "2019 Honda Accord"
