@@ -4,7 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= demo
 
-.PHONY: setup demo test bench bench-check clean
+DATA ?= ../shared/data
+
+.PHONY: setup demo test bench bench-check bench-loop bench-memory bench-retrieval clean
 
 setup: $(VENV)/.installed
 
@@ -23,7 +25,19 @@ test: setup
 bench-check: setup
 	$(BIN)/python bench/check_scale.py --pages 10000 --evidence 2000
 
-bench: bench-check
+bench-loop: setup
+	$(BIN)/python bench/loop_offline.py --cases $(DATA)/memory-cases
+
+bench-memory: setup
+	$(BIN)/kb eval memory --locomo $(DATA)/locomo/locomo-dev.json --cases $(DATA)/memory-cases --variant all --k 5,10
+
+bench-retrieval: setup
+	$(BIN)/kb eval retrieval --corpus $(DATA)/scifact/corpus.jsonl --queries $(DATA)/scifact/queries.jsonl --qrels $(DATA)/scifact/qrels/dev.tsv --mode all --k 10,100
+	$(BIN)/kb eval retrieval --corpus $(DATA)/cmrc2018/corpus.jsonl --queries $(DATA)/cmrc2018/queries.jsonl --qrels $(DATA)/cmrc2018/qrels/dev.tsv --mode all --k 5,10
+	$(BIN)/python bench/retrieval_scale.py all --pages 10000
+
+# Each benchmark prints its numbers; docs/benchmarks.md records them with the machine.
+bench: bench-check bench-loop bench-memory bench-retrieval
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache

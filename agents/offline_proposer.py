@@ -289,7 +289,7 @@ def _close_entry(profile: MemoryPage, label: str, until: str) -> None:
 def _page_summary(memory: MemoryPage, name: str) -> str:
     if memory.type == "profile":
         parts = [f"{ATTRIBUTE_LABELS.get(f['key'].split(':')[0], f['key'])}: {f['value']}" for f in memory.facts if not f.get("valid_to")]
-        return _summary(f"{name}'s profile. " + "; ".join(parts) + ".") if parts else _summary(f"No stable facts about {name} are recorded yet.")
+        return _summary(f"{name}: " + "; ".join(parts) + ".") if parts else _summary(f"No stable facts about {name} are recorded yet.")
     count = sum(len(v) for k, v in memory.sections.items() if k != "History")
     vehicles = [str(f["value"]) for f in memory.facts if str(f.get("key", "")).startswith("vehicle:")]
     if vehicles:
