@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pygit2
 
-from ci.findings import Finding, render_text, sort_findings
-from ci.run import check_selection
+from ci.findings import render_text, sort_findings
+from ci.run import CheckReport, check_selection
 from ci.selection import plan_changed
 from ci.snapshot import Snapshot
 from kb.page import Page
@@ -19,18 +19,8 @@ from pipeline.grounding import check_page_grounding
 
 
 @dataclass(frozen=True)
-class GateReport:
-    findings: list[Finding]
-    checked: int
-    changed_pages: tuple[str, ...]
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "error"]
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
+class GateReport(CheckReport):
+    changed_pages: tuple[str, ...] = ()
 
     def text(self) -> str:
         return render_text(self.findings, self.checked)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ci.findings import Finding
+from ci.rules import selected_pages
 from ci.selection import Selection
 from ci.snapshot import Snapshot
 from kb.page import Page
@@ -28,8 +29,6 @@ def check_page(page: Page, l0_budget: int, l1_budget: int) -> list[Finding]:
 def check(snapshot: Snapshot, selection: Selection) -> list[Finding]:
     budgets = snapshot.config.budgets
     out: list[Finding] = []
-    for path in selection.pages:
-        page = snapshot.page(path)
-        if isinstance(page, Page):
-            out.extend(check_page(page, budgets.l0_tokens, budgets.l1_tokens))
+    for page in selected_pages(snapshot, selection):
+        out.extend(check_page(page, budgets.l0_tokens, budgets.l1_tokens))
     return out

@@ -7,6 +7,7 @@ user's evidence and system evidence. Quotes match after folding whitespace and c
 from __future__ import annotations
 
 from ci.findings import Finding
+from ci.rules import selected_pages
 from ci.selection import Selection
 from ci.snapshot import Snapshot, normalise_quote
 from kb.page import Page, scope_for_path
@@ -60,9 +61,7 @@ def check_page(snapshot: Snapshot, page: Page) -> list[Finding]:
 
 def check(snapshot: Snapshot, selection: Selection) -> list[Finding]:
     out: list[Finding] = []
-    for path in selection.pages:
-        page = snapshot.page(path)
-        if isinstance(page, Page):
-            out.extend(check_page(snapshot, page))
+    for page in selected_pages(snapshot, selection):
+        out.extend(check_page(snapshot, page))
     return out
 

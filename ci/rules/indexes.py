@@ -11,7 +11,7 @@ import re
 from ci.findings import Finding
 from ci.selection import Selection
 from ci.snapshot import Snapshot, normalise_quote
-from kb.page import Page, page_id_for_path
+from kb.page import Page
 
 ENTRY_RE = re.compile(r"^\s*[-*+]\s+\[\[([^\]#|]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]\s*[:\-–—]?\s*(.*)$")
 

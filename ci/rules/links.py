@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 
 from ci.findings import Finding
+from ci.rules import selected_pages
 from ci.selection import Selection
 from ci.snapshot import Snapshot
 from kb.page import Page, page_id_for_path, scope_for_path
@@ -53,8 +54,6 @@ def check_page(snapshot: Snapshot, page: Page) -> list[Finding]:
 
 def check(snapshot: Snapshot, selection: Selection) -> list[Finding]:
     out: list[Finding] = []
-    for path in selection.pages:
-        page = snapshot.page(path)
-        if isinstance(page, Page):
-            out.extend(check_page(snapshot, page))
+    for page in selected_pages(snapshot, selection):
+        out.extend(check_page(snapshot, page))
     return out
