@@ -191,6 +191,17 @@ def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name
             continue
         for st in conversation_statements(item, user_speakers, name):
             label = label_for(st)
+            if st.by_user and INSTRUCTION_RE.search(st.quote):
+                profile = page("profile", f"{name}'s profile", "profile")
+                if not profile.has_label(label):
+                    # who gave it and when stay with it; newest first, so the latest valid
+                    # instruction reads before the ones it may reverse
+                    entry = Entry(f'Instruction from {st.speaker}: "{st.quote}"[^{label}] _(given {st.date})_', label, citation_line(st))
+                    profile.sections.setdefault("Instructions", []).insert(0, entry)
+                    profile.facts.append({"key": "instruction", "value": st.quote, "about": name, "relation": "instruction", "learned": f"given by {st.speaker} on {st.date}", "valid_from": st.date, "source": f"{st.evidence_id}#L{st.start}", "label": label})
+                    profile.sources.add(st.evidence_id)
+                    claims += 1
+                continue
             attr = attribute_of(st)
             if attr is not None:
                 profile = page("profile", f"{name}'s profile", "profile")
@@ -254,6 +265,7 @@ def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name
     return Plan(writes, claims, closed, tuple(i.id for i in items))
 
 
+INSTRUCTION_RE = re.compile(r"^(?:(?:ok|okay|also|and|so|actually),?\s+)?(?:please\b|always\b|never\b|don't\b|do not\b|make sure\b|from now on\b|i want you to\b|remember to\b)|\bfrom now on\b", re.I)
 VEHICLE_RE = re.compile(r"\b((?:19|20)\d{2}) ([A-Z][a-zA-Z]+(?:-[A-Z][a-z]+)?) ([A-Z0-9][\w-]*(?: [0-9A-Z][\w-]*)?)")
 
 

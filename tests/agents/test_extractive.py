@@ -48,3 +48,14 @@ def test_vehicles_of_the_same_make_stay_apart() -> None:
     assert vehicle_of("The Civic needs tyres.", known) == "2022 Honda Civic"
     assert vehicle_of("The Honda is due for service.", known) is None  # ambiguous: two Hondas
     assert vehicle_of("It's the 2019 Accord LX.", known) == "2019 Honda Accord"
+
+
+def test_instructions_keep_who_and_when_newest_first() -> None:
+    first = item([("user", "Please always book me an aisle seat.")], "2024-01-01", "ev-aaaaaaaaaaaaaaaa")
+    later = item([("user", "From now on, book me a window seat instead.")], "2024-05-01", "ev-bbbbbbbbbbbbbbbb")
+    plan = plan_user_memory("jo", [later, first], lambda path: None, "Jo")
+    profile = parse_page(plan.writes["users/jo/profile.md"], "users/jo/profile.md")
+    section = profile.section_text("instructions", include_heading=False).splitlines()
+    assert section[0].startswith('- Instruction from user: "From now on, book me a window seat instead."') and "(given 2024-05-01)" in section[0]
+    assert "aisle seat" in section[1] and "(given 2024-01-01)" in section[1]
+    assert [f["learned"] for f in profile.meta["facts"] if f["key"] == "instruction"] == ["given by user on 2024-01-01", "given by user on 2024-05-01"]
