@@ -123,3 +123,12 @@ def test_readme_documents_every_command() -> None:
 def test_python_dash_m_kb_works(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "kb", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "evidence" in result.stdout
+
+
+def test_reading_a_page_with_malformed_frontmatter_is_a_format_error(cli, tmp_path: Path) -> None:  # noqa: ANN001
+    repo, _ = make_sample_repo(tmp_path / "r")
+    page = repo.root / "knowledge/travel/visas.md"
+    page.write_text(page.read_text().replace("title: Schengen visas", "title: [unclosed"))
+    repo.commit_worktree_paths(["knowledge/travel/visas.md"], "break a page\n")
+    result = cli("read", "knowledge/travel/visas", cwd=repo.root)
+    _one_line_error(result, FormatError.exit_code, "knowledge/travel/visas.md:4: malformed YAML frontmatter")
