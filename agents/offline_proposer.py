@@ -47,8 +47,11 @@ class Plan:
     evidence_ids: tuple[str, ...]
 
 
-def _display_name(user: str) -> str:
-    return user.replace("-", " ").replace("_", " ").replace(".", " ").title()
+def display_name(user: str) -> str:
+    """A readable name from a user id, without digits: claims are checked for every number
+    they contain, so a name like "user 01" would make each claim ungrounded."""
+    words = [w for w in re.split(r"[-_. ]+", user) if w and not any(c.isdigit() for c in w)]
+    return " ".join(words).title() or "The user"
 
 
 def _summary(text: str, limit: int = 90) -> str:
@@ -163,7 +166,7 @@ def _profile_section(key: str) -> str:
 
 def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name: str | None = None, speakers: set[str] | None = None) -> Plan:
     """Profile, topic pages and timeline of ``users/<user>/`` updated with ``items`` (date order)."""
-    name = name or _display_name(user)
+    name = name or display_name(user)
     folder = f"users/{user}"
     scope = f"user:{user}"
     pages: dict[str, MemoryPage] = {}

@@ -179,7 +179,7 @@ def eval_cases(folder: Path, variants: list[str], workdir: Path, budget: int = 2
         raise UsageError(f"no .yaml case files under {folder}")
     users = {}
     for case in cases:
-        user = slug(case.stem)[:60]
+        user = slug(case.stem.lstrip("0123456789_-"))[:60] or slug(case.stem)[:60]
         users[case] = user
         ingest(repo, user, [case], build_index=False)
     build_index(repo)

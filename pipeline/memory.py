@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agents.offline_proposer import display_name
 from kb.evidence import add_items, prepare_messages, scope_for_user
 from kb.repo import Repo
 from kb.sessions import Session, read_sessions
@@ -20,10 +21,6 @@ class IngestResult:
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     run: RunResult | None = None
-
-
-def display_name(user: str) -> str:
-    return user.replace("-", " ").replace("_", " ").replace(".", " ").title()
 
 
 def user_speakers(user: str, sessions: list[Session], speaker: str | None) -> set[str]:

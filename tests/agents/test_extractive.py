@@ -59,3 +59,11 @@ def test_instructions_keep_who_and_when_newest_first() -> None:
     assert section[0].startswith('- Instruction from user: "From now on, book me a window seat instead."') and "(given 2024-05-01)" in section[0]
     assert "aisle seat" in section[1] and "(given 2024-01-01)" in section[1]
     assert [f["learned"] for f in profile.meta["facts"] if f["key"] == "instruction"] == ["given by user on 2024-01-01", "given by user on 2024-05-01"]
+
+
+def test_display_names_carry_no_digits() -> None:
+    from agents.offline_proposer import display_name
+
+    assert display_name("mary-jane") == "Mary Jane"
+    assert display_name("user-01") == "User"
+    assert display_name("01") == "The user"
