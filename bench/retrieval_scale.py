@@ -2,8 +2,9 @@
 
     python bench/retrieval_scale.py all --pages 10000 --workdir /tmp/kb-scale --json-out scale.json
 
-Steps (each also runs alone): ``generate`` writes a repository with N pages (~5 sections each,
-80% shared, 20% spread over 50 users) in one commit; ``build`` runs a full build and reports the
+Steps (each also runs alone): ``generate`` writes a repository with N pages (5 sections of two
+sentences each, 80% shared, 20% spread over 50 users) in one commit, with words drawn from
+SciFact's unigram distribution when ../shared/data is present (realistic term statistics); ``build`` runs a full build and reports the
 share of time spent embedding; ``incremental`` edits one section of one page, commits, and
 times the incremental build; ``query`` loads the index in a fresh process and runs Q hybrid
 queries (query embedding included), reporting load time, p50/p95 and resident memory.
@@ -12,8 +13,10 @@ queries (query embedding included), reporting load time, p50/p95 and resident me
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
+import re
 import resource
 import statistics
 import subprocess
@@ -21,51 +24,54 @@ import sys
 import time
 from pathlib import Path
 
-WORDS = """account address agreement airline airport allergy analysis annual answer apartment appointment
-approval archive arrival assistant audit balance bank battery benefit bicycle birthday board booking border
-bridge budget building bus business cabin calendar camera campaign canal candidate capital card career carrier
-cash catalogue ceremony certificate chair channel chapter charge checklist chemistry child citizen city claim
-client climate clinic coffee colleague collection committee community company complaint conference contract
-contractor copy council course court credit currency customer database deadline delivery department deposit
-design device diet dinner director discount doctor document donation driver election electricity email
-employee energy engine equipment estimate event evidence exam exchange expense experiment export factory family
-farm fee festival file finance flight floor forecast form freight fuel fund garden gate gift guest guide harbour
-health holiday hospital hotel household income inspection insurance interview invoice island journey kitchen
-laboratory language lease lecture ledger library licence loan luggage machine manager manual market meal
-medicine meeting member menu message meter migration mortgage museum network newsletter office order owner
-package parcel parking partner passport patient payment pension permit pharmacy phone plan platform policy
-portfolio price printer procedure product project property proposal purchase quota railway receipt recipe
-refund region rent report request reservation restaurant review river road salary sample schedule school season
-seat security seminar server service shipment shop station storage student subscription supplier survey system
-tax teacher team ticket timetable tour trade training transfer travel treatment trip tuition university vaccine
-vehicle vendor visa voucher warehouse warranty website workshop""".split()
-VERBS = "approved booked cancelled changed checked closed confirmed delayed delivered extended moved opened paid postponed raised reduced renewed replaced requested signed".split()
-ADJ = "annual basic careful central early extra final formal late local main monthly new old quick regular second small special weekly".split()
-SYLLABLES = "ka lo mi ren tor vin sa del bra qui nor fe lix ta mon ger zu pal hen cor".split()
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / "corpus.jsonl"
+SYLLABLES = "ka lo mi ren tor vin sa del bra qui nor fe lix ta mon ger zu pal hen cor bi da es".split()
+WORD_RE = re.compile(r"[A-Za-z][a-z]+")
 
 
-def _name(rng: random.Random) -> str:
-    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+def _vocabulary(rng: random.Random) -> tuple[list[str], list[float]]:
+    """Words and weights: SciFact's unigram distribution when the data is there (realistic
+    document frequencies for BM25), else a Zipfian vocabulary of 20,000 made-up words."""
+    if SCIFACT.exists():
+        counts: dict[str, int] = {}
+        with open(SCIFACT, encoding="utf-8") as handle:
+            for line in handle:
+                for word in WORD_RE.findall(json.loads(line)["text"]):
+                    counts[word.lower()] = counts.get(word.lower(), 0) + 1
+        words = sorted(counts, key=lambda w: (-counts[w], w))
+        return words, [float(counts[w]) for w in words]
+    words = sorted({"".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))) for _ in range(30_000)})[:20_000]
+    rng.shuffle(words)
+    return words, [1.0 / (rank + 1) ** 1.07 for rank in range(len(words))]
 
 
-def _sentence(rng: random.Random, entity: str) -> str:
-    w = rng.choice
-    return f"{entity} {w(VERBS)} the {w(ADJ)} {w(WORDS)} {w(['for', 'with', 'after', 'before', 'near'])} the {w(WORDS)} in {rng.randint(2015, 2026)}, costing {rng.randint(2, 900)} euros."
+class _Text:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.words, weights = _vocabulary(rng)
+        self.cum = list(itertools.accumulate(weights))
+
+    def words_(self, n: int) -> list[str]:
+        return self.rng.choices(self.words, cum_weights=self.cum, k=n)
+
+    def sentence(self, lo: int = 10, hi: int = 20) -> str:
+        words = self.words_(self.rng.randint(lo, hi))
+        return " ".join(words).capitalize() + "."
 
 
-def _page(rng: random.Random, path: str, scope: str, n: int) -> tuple[str, list[str]]:
-    entity = f"{_name(rng)} {rng.choice(WORDS).capitalize()}"
-    topic = rng.choice(WORDS)
-    title = f"{entity} {topic}"
-    summary = _sentence(rng, entity)
+def _page(text: _Text, rng: random.Random, path: str, scope: str) -> tuple[str, list[str]]:
+    entity = " ".join(w.capitalize() for w in text.words_(2)) + f" {rng.randint(1, 999)}"
+    title = f"{entity}: {' '.join(text.words_(2))}"
     body = [f"# {title}\n"]
     queries = []
-    for s in range(5):
-        heading = f"{rng.choice(ADJ).capitalize()} {rng.choice(WORDS)} {s + 1}"
-        sentences = [_sentence(rng, entity if i == 0 else rng.choice(["It", "The team", entity])) for i in range(rng.randint(2, 4))]
-        body.append(f"## {heading}\n\n" + " ".join(sentences) + "\n")
-        queries.append(f"{entity} {' '.join(sentences[0].split()[1:6])}")
-    meta = f"---\nid: {path[:-3]}\ntype: fact\ntitle: {title}\nsummary: {summary}\nscope: {scope}\nstatus: active\n---\n"
+    for _ in range(5):
+        heading = " ".join(text.words_(rng.randint(2, 3))).capitalize()
+        paragraph = " ".join(text.sentence() for _ in range(2))
+        body.append(f"## {heading}\n\n{paragraph}\n")
+        content = [w for w in paragraph.lower().rstrip(".").replace(".", "").split() if len(w) > 3]
+        queries.append(" ".join(rng.sample(content, min(len(content), rng.randint(3, 6)))))
+    summary = text.sentence(8, 14)
+    meta = f"---\nid: {path[:-3]}\ntype: fact\ntitle: {json.dumps(title)}\nsummary: {json.dumps(summary)}\nscope: {scope}\nstatus: active\n---\n"
     return meta + "\n".join(body), queries
 
 
@@ -73,6 +79,7 @@ def generate(root: Path, pages: int, seed: int = 7) -> dict:
     from kb.scaffold import init_repository
 
     rng = random.Random(seed)
+    text = _Text(rng)
     repo = init_repository(root)
     changes: dict[str, bytes | None] = {}
     queries: list[str] = []
@@ -82,15 +89,15 @@ def generate(root: Path, pages: int, seed: int = 7) -> dict:
             path, scope = f"users/{user}/page-{n:05d}.md", f"user:{user}"
         else:
             path, scope = f"knowledge/topic-{n % 100:02d}/page-{n:05d}.md", "system"
-        text, qs = _page(rng, path, scope, n)
-        changes[path] = text.encode()
+        page, qs = _page(text, rng, path, scope)
+        changes[path] = page.encode()
         if scope == "system":
             queries.append(rng.choice(qs))
     t0 = time.perf_counter()
     repo.commit_changes(changes, f"bench: {pages} generated pages\n")
     rng.shuffle(queries)
     (root.parent / "queries.json").write_text(json.dumps(queries[:1000]))
-    return {"pages": pages, "commit_seconds": round(time.perf_counter() - t0, 2)}
+    return {"pages": pages, "commit_seconds": round(time.perf_counter() - t0, 2), "vocabulary": "scifact unigrams" if SCIFACT.exists() else "zipf made-up words"}
 
 
 def _progress(stage: str, done: int, total: int) -> None:

@@ -12,13 +12,15 @@ and the version it names untouched. Builds run under the repository's ``index`` 
 Files of a version: ``manifest.json`` (written last), ``docs.json`` (one record per page or
 evidence item: scope, status, validity), ``rows.npz`` (per chunk row: doc, lines),
 ``chunks.jsonl`` + ``offsets.npy`` (chunk text, read lazily), ``vectors.npy`` (rows x dim),
-``whoosh/`` and ``whoosh_rows.npy`` (Whoosh document number -> row).
+``whoosh/`` and ``whoosh_rows.npy`` (Whoosh document number -> row), ``bm25.npz`` (the
+Whoosh postings exported for numpy scoring, ``kb.bm25``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import time
@@ -240,7 +242,8 @@ class IndexStore:
 
     def new_tmp(self, commit: str) -> tuple[str, Path]:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        name = f"{stamp}-{commit[:12]}-{secrets.token_hex(3)}"
+        label = re.sub(r"[^A-Za-z0-9_-]", "-", commit[:12])
+        name = f"{stamp}-{label}-{secrets.token_hex(3)}"
         path = self.versions / f"{TMP_PREFIX}{name}"
         path.mkdir(parents=True)
         return name, path
@@ -314,7 +317,10 @@ def _write_whoosh(folder: Path, old_folder: Path | None, plan: BuildPlan, by_id:
     except BaseException:
         writer.cancel()
         raise
-    writer.commit()
+    # Deleted documents stay in old segments (and in Whoosh's document counts) until a merge:
+    # rewrite everything once they are a fifth of the index.
+    stale = ix.doc_count_all() - ix.doc_count() + len(plan.delete)
+    writer.commit(optimize=stale > 0.2 * max(ix.doc_count_all(), 1))
     ix.close()
 
 
@@ -409,7 +415,11 @@ def build_corpus(
     _write_whoosh(tmp / "whoosh", old_folder / "whoosh" if old_folder else None, plan, by_id)
     import numpy as np
 
-    np.save(tmp / "whoosh_rows.npy", _whoosh_rows(tmp / "whoosh", {cid: row for row, cid in enumerate(ids)}))
+    from kb.bm25 import BM25_FILE, export_bm25
+
+    whoosh_rows = _whoosh_rows(tmp / "whoosh", {cid: row for row, cid in enumerate(ids)})
+    np.save(tmp / "whoosh_rows.npy", whoosh_rows)
+    export_bm25(tmp / "whoosh", whoosh_rows, len(ids), TEXT_FIELDS, tmp / BM25_FILE)
     counts = _write_tables(tmp, corpus.docs, ids, by_id)
     manifest = Manifest(source, cfg_hash, dict(key), hashes, _utc_now(), counts)
     (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")

@@ -29,7 +29,7 @@ from kb.repo import Repo
 
 MODES = ("hybrid", "bm25", "dense")
 # Query-time weights of the BM25F fields: tuned on SciFact and CMRC 2018 (docs/retrieval.md).
-FIELD_BOOSTS = {"title": 1.0, "headings": 0.5, "summary": 0.5, "body": 1.0}
+FIELD_BOOSTS = {"title": 0.5, "headings": 0.5, "summary": 0.5, "body": 1.0}
 BM25_K1 = 1.2
 BM25_B = 0.75
 RRF_WEIGHTS = {"bm25": 1.0, "dense": 1.0}
@@ -124,48 +124,71 @@ class _Candidates:
     scores: list[float] = field(default_factory=list)
 
 
-class Searcher:
-    """A loaded index version: open Whoosh searcher, FAISS flat index, row tables."""
+@dataclass
+class _Filter:
+    """One principal/namespace/date/status combination, resolved to rows."""
 
-    def __init__(self, folder: Path, embedder: Embedder | None, candidates: int = 100, rrf_k: int = 60) -> None:
+    mask: Any  # bool per row
+    count: int
+    faiss_params: Any
+    bits: Any  # the bitmap behind the FAISS selector: must live as long as it
+    whoosh: set[int] | None = None  # Whoosh document numbers, built on first use
+    whoosh_ready: bool = False
+
+
+class Searcher:
+    """A loaded index version: BM25F postings, FAISS flat index, row tables, Whoosh searcher.
+
+    ``field_boosts``, ``bm25_b``/``bm25_k1``, ``rrf_k`` and ``rrf_weights`` start from the
+    module's tuned defaults; evaluation helpers may change them on an instance.
+    """
+
+    def __init__(self, folder: Path, embedder: Embedder | None, candidates: int = 100, rrf_k: int = 60, bm25_engine: str = "numpy") -> None:
         import numpy as np
 
+        from kb.bm25 import BM25_FILE, Bm25Table
+        from kb.indexing import TEXT_FIELDS
+
         self.folder = folder
+        self.bm25_engine = bm25_engine  # "numpy" (exported postings) or "whoosh" (its own searcher)
         self.candidates = candidates
         self.rrf_k = rrf_k
+        self.rrf_weights = dict(RRF_WEIGHTS)
+        self.field_boosts = dict(FIELD_BOOSTS)
+        self.bm25_b, self.bm25_k1 = BM25_B, BM25_K1
         self.embedder = embedder
         self.manifest: Manifest = load_manifest(folder / MANIFEST_FILE)
         try:
             self.docs: list[dict[str, Any]] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
-            rows = np.load(folder / "rows.npz")
-            self.row_doc = rows["doc"]
-            self.row_lines = rows["lines"]
+            with np.load(folder / "rows.npz") as rows:
+                self.row_doc = rows["doc"]
+                self.row_lines = rows["lines"]
             self.offsets = np.load(folder / "offsets.npy")
             self.whoosh_rows = np.load(folder / "whoosh_rows.npy")
             vectors = np.load(folder / "vectors.npy")
             self._chunks_fd = os.open(folder / "chunks.jsonl", os.O_RDONLY)
             self._chunks_size = os.fstat(self._chunks_fd).st_size
             self._open_whoosh(folder / "whoosh")
+            self._bm25_table = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
         except (OSError, ValueError, EOFError, KeyError, IndexError, json.JSONDecodeError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
             raise IndexMissingError(f"the search index in {folder} is corrupted ({type(exc).__name__})") from None
-        if len(self.row_doc) != len(self.manifest.chunks) or vectors.shape[0] != len(self.row_doc):
+        if len(self.row_doc) != len(self.manifest.chunks) or vectors.shape[0] != len(self.row_doc) or self._bm25_table.n_rows != len(self.row_doc):
             raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
         self._faiss = self._make_faiss(vectors)
         self._doc_arrays()
-        self._masks: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+        self._filter_cache: dict[tuple[Any, ...], _Filter] = {}
 
     # ---- loading -------------------------------------------------------------------------
 
     def _open_whoosh(self, folder: Path) -> None:
         from whoosh import index as windex
-        from whoosh import scoring
         from whoosh.index import IndexError as WhooshIndexError
 
         try:
             self._ix = windex.open_dir(str(folder))
         except WhooshIndexError as exc:
             raise OSError(str(exc)) from None
-        self._searcher = self._ix.searcher(weighting=scoring.BM25F(B=BM25_B, K1=BM25_K1))
+        self._searcher = self._ix.searcher()
 
     def _make_faiss(self, vectors: Any) -> Any:
         import faiss
@@ -194,14 +217,14 @@ class Searcher:
 
     # ---- filters -------------------------------------------------------------------------
 
-    def _filters(self, namespace: str, query: Query) -> tuple[Any, Any, Any]:
-        """(row mask, Whoosh docnum set or None, FAISS search params or None), cached."""
+    def _filter(self, namespace: str, query: Query) -> _Filter:
+        """The rows ``query`` may see in ``namespace`` (cached per combination)."""
         import faiss
         import numpy as np
 
         key = (namespace, query.scopes, query.at, query.include_deprecated)
-        if key in self._masks:
-            return self._masks[key]
+        if key in self._filter_cache:
+            return self._filter_cache[key]
         allowed = [i for i, s in enumerate(self.scope_names) if s in query.scopes]
         doc_ok = np.isin(self.doc_scope, allowed) & (self.doc_ns == (namespace == EVIDENCE))
         if not query.include_deprecated:
@@ -209,42 +232,58 @@ class Searcher:
         if query.at is not None:
             doc_ok &= (self.doc_from <= query.at) & (self.doc_to >= query.at)
         mask = doc_ok[self.row_doc] if len(self.row_doc) else np.zeros(0, dtype=bool)
-        live = self.whoosh_rows >= 0
-        docnums = np.flatnonzero(live & mask[np.maximum(self.whoosh_rows, 0)]) if len(mask) else np.zeros(0, dtype=np.int64)
-        # None = no restriction (Whoosh then skips the per-document membership test)
-        whoosh_filter = None if len(docnums) == int(live.sum()) else set(docnums.tolist())
         bits = np.packbits(mask, bitorder="little")
         params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits)))
-        entry = (mask, whoosh_filter, (params, bits))  # bits must outlive the selector
-        if len(self._masks) > 32:
-            self._masks.clear()
-        self._masks[key] = entry
+        if len(self._filter_cache) > 32:
+            self._filter_cache.clear()
+        entry = self._filter_cache[key] = _Filter(mask, int(mask.sum()), params, bits)
         return entry
+
+    def _whoosh_filter(self, rows: _Filter) -> set[int] | None:
+        """Whoosh document numbers of the allowed rows; None when nothing is excluded."""
+        import numpy as np
+
+        if not rows.whoosh_ready:
+            live = self.whoosh_rows >= 0
+            docnums = np.flatnonzero(live & rows.mask[np.maximum(self.whoosh_rows, 0)]) if len(rows.mask) else np.zeros(0, dtype=np.int64)
+            rows.whoosh = None if len(docnums) == int(live.sum()) else set(docnums.tolist())
+            rows.whoosh_ready = True
+        return rows.whoosh
 
     # ---- retrievers ----------------------------------------------------------------------
 
-    def _bm25(self, text: str, allowed: set[int] | None, limit: int) -> _Candidates:
-        from whoosh.query import Or, Term
-
+    def _bm25(self, text: str, rows: _Filter, limit: int) -> _Candidates:
         from kb.analysis import tokenize
 
         terms = list(dict.fromkeys(tokenize(text)))
         out = _Candidates()
-        if not terms or allowed is not None and not allowed:
+        if not terms or rows.count == 0:
             return out
-        query = Or([Term(f, t, boost=b) for t in terms for f, b in FIELD_BOOSTS.items() if b > 0])
+        if self.bm25_engine == "whoosh":
+            return self._bm25_whoosh(terms, self._whoosh_filter(rows), limit)
+        out.rows, out.scores = self._bm25_table.top(terms, rows.mask, limit, self.field_boosts, self.bm25_b, self.bm25_k1)
+        return out
+
+    def _bm25_whoosh(self, terms: list[str], allowed: set[int] | None, limit: int) -> _Candidates:
+        """The same BM25F through Whoosh's own searcher, the filter given as ``filter=``."""
+        from whoosh import scoring
+        from whoosh.query import Or, Term
+
+        out = _Candidates()
+        self._searcher.weighting = scoring.BM25F(B=self.bm25_b, K1=self.bm25_k1)
+        query = Or([Term(f, t, boost=b) for t in terms for f, b in self.field_boosts.items() if b > 0])
         results = self._searcher.search(query, limit=limit, filter=allowed)
         for score, docnum in results.top_n:
             out.rows.append(int(self.whoosh_rows[docnum]))
             out.scores.append(float(score))
         return out
 
-    def _dense(self, vector: Any, params: Any, count: int, limit: int) -> _Candidates:
+    def _dense(self, vector: Any, rows: _Filter, limit: int) -> _Candidates:
         out = _Candidates()
-        if count == 0 or vector is None:
+        if rows.count == 0 or vector is None:
             return out
-        scores, rows = self._faiss.search(vector.reshape(1, -1), min(limit, count), params=params[0])
-        for score, row in zip(scores[0], rows[0]):
+        scores, found = self._faiss.search(vector.reshape(1, -1), min(limit, rows.count), params=rows.faiss_params)
+        for score, row in zip(scores[0], found[0]):
             if row >= 0:
                 out.rows.append(int(row))
                 out.scores.append(float(score))
@@ -268,12 +307,12 @@ class Searcher:
 
     def rank(self, query: Query, namespace: str = PAGE, vector: Any = None) -> dict[str, _Candidates]:
         """Each retriever's filtered chunk candidates (used by search and by evaluation)."""
-        mask, allowed, params = self._filters(namespace, query)
+        rows = self._filter(namespace, query)
         out: dict[str, _Candidates] = {}
         if query.mode in ("hybrid", "bm25"):
-            out["bm25"] = self._bm25(query.text, allowed, self.candidates)
+            out["bm25"] = self._bm25(query.text, rows, self.candidates)
         if query.mode in ("hybrid", "dense"):
-            out["dense"] = self._dense(vector, params, int(mask.sum()), self.candidates)
+            out["dense"] = self._dense(vector, rows, self.candidates)
         return out
 
     def _search_namespace(self, namespace: str, query: Query, vector: Any) -> list[Hit]:
@@ -296,14 +335,14 @@ class Searcher:
         for name, cand in lists.items():
             order: list[str] = []
             for chunk_rank, (row, score) in enumerate(zip(cand.rows, cand.scores), 1):
-                chunk_rrf[row] = chunk_rrf.get(row, 0.0) + RRF_WEIGHTS.get(name, 1.0) / (self.rrf_k + chunk_rank)
+                chunk_rrf[row] = chunk_rrf.get(row, 0.0) + self.rrf_weights.get(name, 1.0) / (self.rrf_k + chunk_rank)
                 key = group(row)
                 if key not in ranks.setdefault(name, {}):
                     ranks[name][key] = len(order) + 1
                     scores.setdefault(key, {})[name] = score
                     order.append(key)
             ranked[name] = order
-        fused = rrf(ranked, self.rrf_k, RRF_WEIGHTS)
+        fused = rrf(ranked, self.rrf_k, self.rrf_weights)
         best: dict[str, int] = {}
         for row, value in chunk_rrf.items():
             key = group(row)

