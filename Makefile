@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	KB=$(BIN)/kb DEMO_DIR=$(DEMO_DIR) bash scripts/demo.sh
+	KB=$(CURDIR)/$(BIN)/kb DEMO_DIR=$(DEMO_DIR) bash scripts/demo.sh
 
 test: setup
 	$(BIN)/pytest -n 2
