@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from ci.findings import Finding
 from ci.rules import selected_pages
+from ci.rules.links import visible_from
 from ci.selection import Selection
 from ci.snapshot import Snapshot, normalise_quote
 from kb.page import Page, scope_for_path
 
 CITE_HINT = 'cite as [^n]: ev-<id>#L3-L4 "verbatim quote"'
-
-
-def citation_scope_ok(page_scope: str | None, evidence_scope: str) -> bool:
-    return evidence_scope == "system" or evidence_scope == page_scope
 
 
 def check_page(snapshot: Snapshot, page: Page) -> list[Finding]:
@@ -40,7 +37,7 @@ def check_page(snapshot: Snapshot, page: Page) -> list[Finding]:
         if entry is None:
             out.append(Finding(page.path, cite.line, "citation.evidence", f"[^{cite.label}] cites unknown evidence {cite.evidence_id}", hint="cite an id from `kb evidence list`"))
             continue
-        if not citation_scope_ok(page_scope, entry.scope):
+        if not visible_from(page_scope, entry.scope):
             out.append(Finding(page.path, cite.line, "citation.scope", f"[^{cite.label}] cites {entry.scope} evidence from a {page_scope} page", hint="system pages cite system evidence; a user's pages cite that user's or system evidence"))
             continue
         lines = snapshot.evidence_lines(cite.evidence_id)
