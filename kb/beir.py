@@ -29,7 +29,7 @@ from kb.config import Config, config_hash
 from kb.embedder import Embedder, make_embedder
 from kb.errors import FormatError, UsageError
 from kb.indexing import Corpus, Doc, IndexStore, build_corpus, build_key
-from kb.search import MODES, Query, Searcher, _Candidates
+from kb.search import MODES, Query, Searcher, Candidates
 
 EVAL_MODES = MODES
 
@@ -120,17 +120,17 @@ def ndcg_at(ranked: Sequence[str], relevant: dict[str, int], k: int) -> float:
     return dcg / idcg if idcg else 0.0
 
 
-def _cut(lists: dict[str, _Candidates], depth: int) -> dict[str, _Candidates]:
-    return {name: _Candidates(c.rows[:depth], c.scores[:depth]) for name, c in lists.items()}
+def _cut(lists: dict[str, Candidates], depth: int) -> dict[str, Candidates]:
+    return {name: Candidates(c.rows[:depth], c.scores[:depth]) for name, c in lists.items()}
 
 
-def rankings(searcher: Searcher, lists: dict[str, _Candidates], modes: Sequence[str], depth: int) -> dict[str, list[str]]:
+def rankings(searcher: Searcher, lists: dict[str, Candidates], modes: Sequence[str], depth: int) -> dict[str, list[str]]:
     """Document rankings per mode from one query's candidate lists cut at ``depth``."""
     cut = _cut(lists, depth)
     out = {}
     for mode in modes:
         chosen = cut if mode == "hybrid" else {mode: cut[mode]}
-        out[mode] = searcher.fuse_keys(chosen, searcher._page_of)[0]
+        out[mode] = searcher.fuse_keys(chosen, searcher.page_of)[0]
     return out
 
 

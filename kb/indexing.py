@@ -44,6 +44,7 @@ TMP_PREFIX = ".tmp-"
 PAGE_PREFIXES = ("knowledge/", "users/")
 LEDGER_PATH = "evidence/ledger.jsonl"
 TEXT_FIELDS = ("title", "headings", "summary", "body")
+INDEX_FORMAT = 2  # the files of a version; 2 added bm25.npz. A change forces a full rebuild.
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -274,6 +275,7 @@ def build_key(config: Config, embedder_identity: str) -> dict[str, Any]:
 
     r = config.retrieval
     return {
+        "format": INDEX_FORMAT,
         "embedder": embedder_identity,
         "chunker": CHUNKER_VERSION,
         "analyzer": ANALYZER_VERSION,

@@ -117,7 +117,7 @@ def rrf(lists: dict[str, list[str]], k: int, weights: dict[str, float] | None = 
 
 
 @dataclass
-class _Candidates:
+class Candidates:
     """One retriever's output: rows in rank order with their scores."""
 
     rows: list[int] = field(default_factory=list)
@@ -252,11 +252,11 @@ class Searcher:
 
     # ---- retrievers ----------------------------------------------------------------------
 
-    def _bm25(self, text: str, rows: _Filter, limit: int) -> _Candidates:
+    def _bm25(self, text: str, rows: _Filter, limit: int) -> Candidates:
         from kb.analysis import tokenize
 
         terms = list(dict.fromkeys(tokenize(text)))
-        out = _Candidates()
+        out = Candidates()
         if not terms or rows.count == 0:
             return out
         if self.bm25_engine == "whoosh":
@@ -264,12 +264,12 @@ class Searcher:
         out.rows, out.scores = self._bm25_table.top(terms, rows.mask, limit, self.field_boosts, self.bm25_b, self.bm25_k1)
         return out
 
-    def _bm25_whoosh(self, terms: list[str], allowed: set[int] | None, limit: int) -> _Candidates:
+    def _bm25_whoosh(self, terms: list[str], allowed: set[int] | None, limit: int) -> Candidates:
         """The same BM25F through Whoosh's own searcher, the filter given as ``filter=``."""
         from whoosh import scoring
         from whoosh.query import Or, Term
 
-        out = _Candidates()
+        out = Candidates()
         self._searcher.weighting = scoring.BM25F(B=self.bm25_b, K1=self.bm25_k1)
         query = Or([Term(f, t, boost=b) for t in terms for f, b in self.field_boosts.items() if b > 0])
         results = self._searcher.search(query, limit=limit, filter=allowed)
@@ -278,8 +278,8 @@ class Searcher:
             out.scores.append(float(score))
         return out
 
-    def _dense(self, vector: Any, rows: _Filter, limit: int) -> _Candidates:
-        out = _Candidates()
+    def _dense(self, vector: Any, rows: _Filter, limit: int) -> Candidates:
+        out = Candidates()
         if rows.count == 0 or vector is None:
             return out
         scores, found = self._faiss.search(vector.reshape(1, -1), min(limit, rows.count), params=rows.faiss_params)
@@ -305,10 +305,10 @@ class Searcher:
             hits += self._search_namespace(EVIDENCE, query, vector)
         return hits
 
-    def rank(self, query: Query, namespace: str = PAGE, vector: Any = None) -> dict[str, _Candidates]:
+    def rank(self, query: Query, namespace: str = PAGE, vector: Any = None) -> dict[str, Candidates]:
         """Each retriever's filtered chunk candidates (used by search and by evaluation)."""
         rows = self._filter(namespace, query)
-        out: dict[str, _Candidates] = {}
+        out: dict[str, Candidates] = {}
         if query.mode in ("hybrid", "bm25"):
             out["bm25"] = self._bm25(query.text, rows, self.candidates)
         if query.mode in ("hybrid", "dense"):
@@ -317,16 +317,16 @@ class Searcher:
 
     def _search_namespace(self, namespace: str, query: Query, vector: Any) -> list[Hit]:
         lists = self.rank(query, namespace, vector)
-        group = self._page_of if namespace == PAGE else self._chunk_key
+        group = self.page_of if namespace == PAGE else self.chunk_key
         return self._fuse(lists, group, query.k, namespace)
 
-    def _page_of(self, row: int) -> str:
+    def page_of(self, row: int) -> str:
         return str(self.docs[int(self.row_doc[row])]["id"])
 
-    def _chunk_key(self, row: int) -> str:
+    def chunk_key(self, row: int) -> str:
         return f"{row:09d}"
 
-    def fuse_keys(self, lists: dict[str, _Candidates], group: Any) -> tuple[list[str], dict[str, dict[str, int]], dict[str, dict[str, float]], dict[str, int]]:
+    def fuse_keys(self, lists: dict[str, Candidates], group: Any) -> tuple[list[str], dict[str, dict[str, int]], dict[str, dict[str, float]], dict[str, int]]:
         """Fused order of group keys, their per-retriever ranks and scores, and best rows."""
         ranked: dict[str, list[str]] = {}
         ranks: dict[str, dict[str, int]] = {}
@@ -353,11 +353,11 @@ class Searcher:
             scores[key]["rrf"] = fused[key]
         return order, ranks, scores, best
 
-    def fuse_chunks(self, lists: dict[str, _Candidates], namespace: str, k: int) -> list[Hit]:
+    def fuse_chunks(self, lists: dict[str, Candidates], namespace: str, k: int) -> list[Hit]:
         """Fused hits one per chunk (not one per page): several sections of a page may rank."""
-        return self._fuse(lists, self._chunk_key, k, namespace)
+        return self._fuse(lists, self.chunk_key, k, namespace)
 
-    def _fuse(self, lists: dict[str, _Candidates], group: Any, k: int, namespace: str) -> list[Hit]:
+    def _fuse(self, lists: dict[str, Candidates], group: Any, k: int, namespace: str) -> list[Hit]:
         order, ranks, scores, best = self.fuse_keys(lists, group)
         single = next(iter(lists)) if len(lists) == 1 else None
         hits = []
@@ -399,7 +399,7 @@ class Searcher:
 # ---- opening the serving index ------------------------------------------------------------
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)  # the serving version and the one before it (a rebuild just happened)
 def _load(folder: str, embedder_name: str, candidates: int, rrf_k: int) -> Searcher:
     return Searcher(Path(folder), make_embedder(embedder_name), candidates, rrf_k)
 
