@@ -361,7 +361,7 @@ def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: 
     import numpy as np
 
     doc_index = {(d.namespace, d.id): i for i, d in enumerate(docs)}
-    (folder / "docs.json").write_text(json.dumps([asdict(d) for d in docs], ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    (folder / "docs.json").write_text(json.dumps([vars(d) for d in docs], ensure_ascii=False, sort_keys=True), encoding="utf-8")
     offsets = np.zeros(len(ids), dtype=np.int64)
     row_doc = np.zeros(len(ids), dtype=np.int32)
     lines = np.zeros((len(ids), 2), dtype=np.int32)
@@ -371,8 +371,8 @@ def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: 
             offsets[row] = out.tell()
             row_doc[row] = doc_index[(chunk.namespace, chunk.doc)]
             lines[row] = (chunk.line_start, chunk.line_end)
-            record = asdict(chunk)
-            out.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
+            # vars(), not asdict(): the fields are flat, and asdict deep-copies each of them
+            out.write(json.dumps(vars(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
     np.save(folder / "offsets.npy", offsets)
     np.savez(folder / "rows.npz", doc=row_doc, lines=lines)
     return {"pages": sum(d.namespace == PAGE for d in docs), "evidence": sum(d.namespace == EVIDENCE for d in docs), "chunks": len(ids)}
