@@ -98,6 +98,8 @@ def index_status_cmd(as_json: JsonOpt = False) -> None:
     counts = ", ".join(f"{v} {k}" for k, v in sorted(status.counts.items()))
     _echo(f"serving {status.served_commit[:12]} ({status.version}), built {status.built_at}; {behind}")
     _echo(f"{counts}; embedder {status.embedder}")
+    if status.point_in_time:
+        _echo(f"point-in-time indexes (kb search --commit): {', '.join(c[:12] for c in status.point_in_time)}")
     if not status.config_matches:
         _echo("retrieval settings changed since this build: run `kb index build` to apply them")
 
@@ -113,16 +115,24 @@ def search_cmd(
     mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | dense")] = "hybrid",
     include_evidence: Annotated[bool, typer.Option("--include-evidence", help="Also search raw evidence.")] = False,
     include_deprecated: Annotated[bool, typer.Option("--include-deprecated", help="Include deprecated pages.")] = False,
+    commit: Annotated[
+        Optional[str],
+        typer.Option("--commit", help="Search the repository as it was at this commit or branch (a point-in-time index is built on first use)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the served index: pages with section, lines and L0 (hybrid BM25 + dense).
+
+    With --commit, search as of that commit: the served index if it serves that commit, else a
+    point-in-time index under .kb/index/at/ built on first use from the served one plus the
+    chunks that differ (the served index is not changed).
 
     Example: kb search "travel preferences" --as user:alice --k 5
     """
     from kb.search import make_query, open_searcher
 
     q = make_query(query, principal, k, at, mode, include_evidence, include_deprecated)
-    searcher = open_searcher(_repo())
+    searcher = open_searcher(_repo(), commit, _progress)
     hits = searcher.search(q)
     if as_json:
         _json({"query": q.text, "principal": principal, "mode": mode, "commit": searcher.manifest.source_commit, "hits": [h.to_dict() for h in hits]})

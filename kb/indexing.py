@@ -14,6 +14,9 @@ evidence item: scope, status, validity), ``rows.npz`` (per chunk row: doc, lines
 ``chunks.jsonl`` + ``offsets.npy`` (chunk text, read lazily), ``vectors.npy`` (rows x dim),
 ``whoosh/`` and ``whoosh_rows.npy`` (Whoosh document number -> row), ``bm25.npz`` (the
 Whoosh postings exported for numpy scoring, ``kb.bm25``).
+
+Point-in-time indexes (``kb search --commit``) live under ``at/<commit id>/``, each a store of
+the same shape, built on first use from the serving version plus the chunks that differ.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from kb.repo import Repo, atomic_write
 INDEX_DIR = "index"
 CURRENT_FILE = "CURRENT"
 VERSIONS_DIR = "versions"
+AT_DIR = "at"  # point-in-time indexes: at/<commit id>/ (a store of its own each)
+AT_KEEP = 3  # point-in-time indexes kept, most recently used first
 TMP_PREFIX = ".tmp-"
 PAGE_PREFIXES = ("knowledge/", "users/")
 LEDGER_PATH = "evidence/ledger.jsonl"
@@ -393,15 +398,21 @@ def build_corpus(
     source: str,
     full: bool = False,
     progress: Progress | None = None,
+    base: IndexStore | None = None,
 ) -> BuildResult:
-    """Write a new version for ``corpus`` next to the serving one and switch to it."""
+    """Write a new version for ``corpus`` next to the serving one and switch to it.
+
+    Unchanged chunks are taken from ``base``'s serving version (default: ``store``'s own), so a
+    point-in-time store can reuse the embeddings of the main one.
+    """
     timer = _Timer()
     by_id = {c.id: c for c in corpus.chunks}
     hashes = {cid: c.content_hash for cid, c in by_id.items()}
-    old = store.current_manifest()
-    old_folder = store.versions / store.current() if old is not None and store.current() else None
+    base = base or store
+    old = base.current_manifest()
+    old_folder = base.versions / base.current() if old is not None and base.current() else None
     plan = plan_build(old, hashes, key, full)
-    if old is not None and not plan.full and old.source_commit == source and not plan.changed:
+    if base is store and old is not None and not plan.full and old.source_commit == source and not plan.changed:
         return _result(source, store.current() or "", plan, corpus, timer, unchanged=True)
     text_of = {c.content_hash: c.text for c in corpus.chunks}
     name, tmp = store.new_tmp(source)
@@ -478,6 +489,60 @@ def build_index(
         return build_corpus(store, corpus, embedder, key, config_hash(config, "retrieval"), str(target.id), full, progress)
 
 
+# ---- point-in-time indexes ------------------------------------------------------------------
+
+
+def index_at(repo: Repo, commit: str, progress: Progress | None = None, embedder: Embedder | None = None) -> tuple[Path, BuildResult | None]:
+    """The folder of an index version built from ``commit``, and the build if one was needed.
+
+    When the serving index serves that commit, its folder. Otherwise a point-in-time index under
+    ``.kb/index/at/<commit id>/``, built on first use from the commit's git objects and reusing
+    the serving version's chunks and embeddings by content hash (only chunks that differ are
+    embedded). The serving version is never touched; the ``AT_KEEP`` most recently used
+    point-in-time indexes are kept.
+    """
+    config = repo.config
+    target = str(repo.resolve(commit).id)
+    embedder = embedder or make_embedder(config.retrieval.embedder)
+    key = build_key(config, embedder.identity)
+    serving = index_store(repo)
+    manifest = serving.current_manifest()
+    if manifest is not None and manifest.source_commit == target and manifest.build_key == key:
+        return serving.current_path(), None
+    at = IndexStore(serving.root / AT_DIR / target)
+    found = at.current_manifest()
+    if found is not None and found.build_key == key:
+        os.utime(at.root)  # most recently used
+        return at.current_path(), None
+    r = config.retrieval
+    with repo.lock("index"):
+        found = at.current_manifest()  # another process may have built it meanwhile
+        if found is not None and found.build_key == key:
+            return at.current_path(), None
+        reusable = manifest is not None and manifest.build_key == key
+        cache = load_source_cache(serving.current_path()) if reusable else None
+        corpus = collect_corpus(repo, repo.resolve(target), r.chunk_tokens, r.chunk_overlap, cache)
+        result = build_corpus(at, corpus, embedder, key, config_hash(config, "retrieval"), target, progress=progress, base=serving)
+        os.utime(at.root)
+        prune_point_in_time(serving, AT_KEEP)
+    return at.current_path(), result
+
+
+def point_in_time_commits(store: IndexStore) -> list[str]:
+    """Commits with a point-in-time index, most recently used first."""
+    folder = store.root / AT_DIR
+    if not folder.is_dir():
+        return []
+    stores = [child for child in folder.iterdir() if child.is_dir()]
+    stores.sort(key=lambda child: (-child.stat().st_mtime, child.name))
+    return [child.name for child in stores]
+
+
+def prune_point_in_time(store: IndexStore, keep: int) -> None:
+    for name in point_in_time_commits(store)[keep:]:
+        shutil.rmtree(store.root / AT_DIR / name, ignore_errors=True)
+
+
 # ---- status -------------------------------------------------------------------------------
 
 
@@ -493,6 +558,7 @@ class IndexStatus:
     embedder: str
     config_matches: bool  # False: built with other retrieval settings; rebuild to apply them
     problem: str = ""
+    point_in_time: tuple[str, ...] = ()  # commits with a point-in-time index (kb search --commit)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -517,4 +583,4 @@ def index_status(repo: Repo) -> IndexStatus:
             ahead = behind = None
     embedder = make_embedder(repo.config.retrieval.embedder)
     matches = manifest.build_key == build_key(repo.config, embedder.identity)
-    return IndexStatus(manifest.source_commit, store.current(), manifest.built_at, head_id, behind, ahead, manifest.counts, manifest.embedder, matches)
+    return IndexStatus(manifest.source_commit, store.current(), manifest.built_at, head_id, behind, ahead, manifest.counts, manifest.embedder, matches, point_in_time=tuple(point_in_time_commits(store)))

@@ -404,14 +404,16 @@ def _load(folder: str, embedder_name: str, candidates: int, rrf_k: int) -> Searc
     return Searcher(Path(folder), make_embedder(embedder_name), candidates, rrf_k)
 
 
-def open_searcher(repo: Repo) -> Searcher:
+def open_searcher(repo: Repo, commit: str | None = None, progress: Any = None) -> Searcher:
     """The searcher for the serving version (cached per version folder in this process).
 
+    With ``commit``, the searcher for that commit: the serving version when it serves it, else a
+    point-in-time index built on first use (``kb.indexing.index_at``; ``progress`` reports it).
     Version folders never change once written, so the cache only needs the folder's name.
     """
-    from kb.indexing import index_store
+    from kb.indexing import index_at, index_store
 
-    folder = index_store(repo).current_path()
+    folder = index_store(repo).current_path() if commit is None else index_at(repo, commit, progress)[0]
     r = repo.config.retrieval
     searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
     expected = searcher.embedder.identity if searcher.embedder is not None else r.embedder
@@ -432,7 +434,11 @@ def search(
     mode: str = "hybrid",
     include_evidence: bool = False,
     include_deprecated: bool = False,
+    commit: str | None = None,
 ) -> list[Hit]:
-    """Search the serving index as ``principal``: pages (and evidence hits when asked)."""
+    """Search the serving index as ``principal``: pages (and evidence hits when asked).
+
+    ``commit`` searches the repository as it was at that commit (see ``open_searcher``).
+    """
     q = make_query(query, principal, k, at, mode, include_evidence, include_deprecated)
-    return open_searcher(repo).search(q)
+    return open_searcher(repo, commit).search(q)

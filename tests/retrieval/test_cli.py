@@ -71,6 +71,10 @@ def test_unknown_commit(tmp_path: Path, cli) -> None:  # noqa: ANN001
     assert_one_error(code, err, 6, "unknown commit or branch `no-such-branch`")
     code, _, err = cli("--repo", str(repo.root), "read", "knowledge/acme", "--commit", "deadbeef")
     assert_one_error(code, err, 6, "unknown commit")
+    code, _, _ = cli("--repo", str(repo.root), "index", "build")
+    code, _, err = cli("--repo", str(repo.root), "search", "anvils", "--commit", "deadbeef")
+    assert_one_error(code, err, 6, "unknown commit or branch `deadbeef`")
+    assert not (index_store(repo).root / "at").exists()
 
 
 def test_missing_index_in_a_real_subprocess(tmp_path: Path) -> None:

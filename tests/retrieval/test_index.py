@@ -173,6 +173,42 @@ def test_builds_read_the_commit_not_the_working_tree(tmp_path: Path) -> None:
     assert search(repo, "xylophones", mode="bm25") == []
 
 
+def test_search_at_an_older_commit_uses_a_point_in_time_index_and_leaves_the_served_one(tmp_path: Path) -> None:
+    from kb.indexing import AT_KEEP, index_at, point_in_time_commits
+
+    repo = small_repo(tmp_path / "kb")
+    old = str(repo.head().id)
+    zeppelin = page_text("knowledge/zeppelin.md", "Zeppelin Works", "Zeppelin Works builds airships.", sections(("Fleet", "Five airships fly over Lake Constance."), ("Crew", "Forty crew members.")))
+    commit(repo, {"knowledge/zeppelin.md": zeppelin, "knowledge/orchard.md": None})
+    served = build_index(repo)
+    serving_before = index_store(repo).current()
+    # HEAD: five airships, no orchard; the older commit: three airships and the orchard
+    assert "knowledge/orchard" not in ids(search(repo, "quince orchard", mode="bm25", k=50))
+    folder, built = index_at(repo, old)
+    assert built is not None and built.commit == old and not built.full
+    # only the chunks that differ are embedded (the old Fleet section, the orchard page); the rest is reused
+    assert (built.embedded, built.reused) == (2, served.chunks - 1)
+    for mode in MODES:
+        assert search(repo, "quince orchard", mode=mode, commit=old)[0].id == "knowledge/orchard", mode
+    fleet = search(repo, "how many airships fly", mode="bm25", commit=old, k=1)[0]
+    assert fleet.id == "knowledge/zeppelin" and "Three airships" in fleet.text
+    # the served index is untouched and still answers for HEAD
+    assert index_store(repo).current() == serving_before and index_status(repo).served_commit == served.commit
+    assert "Five airships" in search(repo, "how many airships fly", mode="bm25", k=1)[0].text
+    # a second search reuses the point-in-time index; the served commit needs none
+    assert index_at(repo, old) == (folder, None)
+    assert index_at(repo, "HEAD") == (index_store(repo).current_path(), None)
+    assert point_in_time_commits(index_store(repo)) == [old] and index_status(repo).point_in_time == (old,)
+    # at most AT_KEEP point-in-time indexes are kept, the most recently used ones
+    older = []
+    for n in range(AT_KEEP + 1):
+        older.append(commit(repo, {f"knowledge/note-{n}.md": page_text(f"knowledge/note-{n}.md", f"Note {n}", f"Note number {n}.", "A note.")}))
+    for sha in older:
+        index_at(repo, sha)
+    kept = point_in_time_commits(index_store(repo))
+    assert kept == list(reversed(older))[:AT_KEEP] and old not in kept
+
+
 def test_changing_the_chunking_config_forces_a_full_rebuild(tmp_path: Path) -> None:
     repo = small_repo(tmp_path / "kb")
     build_index(repo)
