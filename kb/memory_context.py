@@ -2,7 +2,8 @@
 
 The profile's L0 and L1 first (always), then the most relevant memory chunks and raw evidence
 snippets (hybrid retrieval inside the user's scope plus system knowledge), each labelled with
-its source and date; the user's memory before shared knowledge. Every item is complete (chunks
+its source and date; the user's memory before shared knowledge. A page chunk whose cited claims
+are all in the context already (an overview repeating its sections) is left out. Every item is complete (chunks
 never cut), counted with the real tokenizer, and added only while it fits the budget. The whole
 block is marked as data: retrieved text is never instructions.
 """
@@ -51,6 +52,7 @@ class MemoryContext:
     items: list[ContextItem] = field(default_factory=list)  # in prompt order: profile, memory, evidence, knowledge
     ranked: list[ContextItem] = field(default_factory=list)  # the retrieved items in relevance order
     dropped: int = 0  # relevant items that did not fit
+    repeated: int = 0  # page chunks left out because the context already holds every claim they cite
 
     @property
     def tokens(self) -> int:
@@ -60,7 +62,7 @@ class MemoryContext:
         return "\n\n".join([HEADER] + [item.render() for item in self.items])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"user": self.user, "question": self.question, "budget": self.budget, "variant": self.variant, "tokens": self.tokens, "dropped": self.dropped, "items": [asdict(i) for i in self.items], "text": self.text()}
+        return {"user": self.user, "question": self.question, "budget": self.budget, "variant": self.variant, "tokens": self.tokens, "dropped": self.dropped, "repeated": self.repeated, "items": [asdict(i) for i in self.items], "text": self.text()}
 
 
 class _Pages:
@@ -146,15 +148,23 @@ def build_context(repo: Repo, user: str, question: str, budget: int = 2000, vari
                 candidates.append(items[position])
     used = count_tokens(HEADER)
     chosen: list[ContextItem] = []
+    covered: set[str] = set()  # evidence spans cited by the items chosen so far
     if profile is not None:
         cost = count_tokens(profile.render()) + 2
         if used + cost <= budget:
             chosen.append(profile)
+            covered.update(profile.cites)
             used += cost
     for item in candidates:
+        if item.kind != "evidence" and item.cites and covered.issuperset(item.cites):
+            # a page's overview repeats its sections' claims (and the profile's L1 its cards):
+            # the same cited claims again would only spend the budget
+            context.repeated += 1
+            continue
         cost = count_tokens(item.render()) + 2
         if used + cost <= budget:
             chosen.append(item)
+            covered.update(item.cites)
             used += cost
         else:
             context.dropped += 1

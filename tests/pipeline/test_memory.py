@@ -104,3 +104,14 @@ def test_memory_bad_input(cli, tmp_path: Path) -> None:  # noqa: ANN001
     assert "warning: untimed.json: messages have no timestamps; using the file's time 2023-11-14T22:13:20" in result.err
     stored = next((root / "evidence").rglob("ev-*.md")).read_text()
     assert stored.startswith("[2023-11-14T22:13:20] user: I live in Porto")
+
+
+def test_context_leaves_out_page_chunks_that_only_repeat_cited_claims(memory_repo: Repo) -> None:
+    context = build_context(memory_repo, "claire", "Where do I live and what car do I drive?", budget=4000)
+    assert context.repeated > 0  # the overviews repeat their sections' claims
+    covered = set(next((i.cites for i in context.items if i.kind == "profile"), ()))
+    for item in context.ranked:  # in the order they were chosen
+        if item.kind != "evidence" and item.cites:
+            assert not covered.issuperset(item.cites), item.source
+        covered.update(item.cites)
+    assert context.to_dict()["repeated"] == context.repeated
