@@ -25,6 +25,9 @@ LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: 
 SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|[。！？]+|$)", re.S)
 SKIP_RE = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|sure|yes|no|great|perfect|bye|goodbye|wow|cool)\b[\s!,.]*$", re.I)
 FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|we|we're|our|us)\b", re.I)
+# first person left in a claim after the subject was moved to the third person (case-sensitive:
+# "US" is a country)
+FIRST_PERSON_LEFT_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself|we|we're|our|us)\b")
 SECOND_PERSON_FACT_RE = re.compile(r"\b(?:you|your)\b", re.I)
 
 
@@ -173,6 +176,10 @@ def conversation_statements(item: EvidenceInput, user_speakers: set[str], name: 
                 if not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
                     continue
                 claim = third_person(sentence, name)
+                if claim == sentence or FIRST_PERSON_LEFT_RE.search(claim[len(name) :]):
+                    # not moved to the third person, or only half ("Jo thinks I'll wait"):
+                    # quote the user instead, so that nobody reads "I" as someone else
+                    claim = f'{name} said: "{sentence}"'
             else:
                 if not (SECOND_PERSON_FACT_RE.search(sentence) and re.search(r"\d|[A-Z][a-z]+ [A-Z]", sentence)):
                     continue

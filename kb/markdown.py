@@ -22,7 +22,11 @@ FOOTREF_RE = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 FOOTDEF_RE = re.compile(r"^\[\^([^\]\s]+)\]:[ \t]*(.*)$")
 CITATION_RE = re.compile(r'^(ev-[0-9a-f]{8,64})#L(\d+)(?:-L?(\d+))?\s+"((?:[^"\\]|\\.)*)"\s*$')
 CODESPAN_RE = re.compile(r"(`+)(?:.|\n)*?\1")
-SENTENCE_END_RE = re.compile(r"[.!?。！？](?:\[\^[^\]\s]+\])*(?:\s+|(?=\S)(?<=[。！？\]]))|\n(?=\s*[-*+] )")
+# A sentence ends at terminal punctuation, with its footnote references; a closing quotation mark
+# may stand between the two (`Jo said: "I moved."[^1]`), but only when references follow, so that
+# a quoted sentence inside a sentence does not end it. References at the very end of a block stay
+# with their sentence (Chinese text needs no space after 。, so this matters there).
+SENTENCE_END_RE = re.compile(r"[.!?。！？](?:[\"”’」』]*(?:\[\^[^\]\s]+\])+)?(?:\s+|\Z|(?=\S)(?<=[。！？\]]))|\n(?=\s*[-*+] )")
 
 
 @dataclass(frozen=True)

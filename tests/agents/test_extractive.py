@@ -21,6 +21,12 @@ def test_third_person_keeps_negations_and_numbers() -> None:
     assert third_person("Honestly that was great.", "Jo") == "Honestly that was great."
 
 
+def test_user_sentences_that_do_not_move_to_the_third_person_are_quoted() -> None:
+    messages = [("user", "I think I'll wait until my trip is confirmed."), ("user", "It expires in February 2025."), ("user", "I bought 2 bikes in the US.")]
+    claims = [s.claim for s in conversation_statements(item(messages), {"user"}, "Jo")]
+    assert claims == ['Jo said: "I think I\'ll wait until my trip is confirmed."', 'Jo said: "It expires in February 2025."', "Jo bought 2 bikes in the US."]
+
+
 def test_short_answers_stay_with_their_question_and_cite_both_lines() -> None:
     sts = conversation_statements(item([("assistant", "When does your passport expire?"), ("user", "February 18th, 2025."), ("assistant", "Thanks!"), ("user", "Which one is closer?")]), {"user"}, "Jo")
     assert [(s.start, s.end, s.claim) for s in sts] == [(1, 2, 'Asked "When does your passport expire?", Jo answered: "February 18th, 2025."')]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kb.errors import FormatError
-from kb.markdown import format_citation, parse_citation, slugify
+from kb.markdown import format_citation, parse_citation, parse_structure, slugify
 from kb.page import parse_page, render, render_page
 
 CANONICAL = [
@@ -61,6 +61,22 @@ def test_structure_sections_links_citations() -> None:
     assert [(x.kind, x.target, x.anchor, x.line) for x in s.links] == [("wiki", "knowledge/x", "y-z", 16), ("md", "other.md", "top", 16)]
     assert s.citations[0].evidence_id == "ev-9f2c4e1ab07d3c55" and s.citations[0].quote == "I prefer window seats"
     assert s.claims[0].text == "Prefers window seats.[^1]" and s.claims[0].labels == ("1",)
+
+
+def test_claims_end_after_a_closing_quote_with_references_and_keep_references_at_block_end() -> None:
+    body = (
+        '- Jo said: "I live in Lyon."[^a] _(no longer current since 2024-06-01)_\n'
+        '- He said "stop." and left.[^b] Then more.[^c]\n'
+        "- 北京很大。[^d]下一句。[^e]\n"
+    )
+    claims = [(c.text, c.labels) for c in parse_structure(body).claims]
+    assert claims == [
+        ('Jo said: "I live in Lyon."[^a]', ("a",)),  # the note after the reference is not part of the claim
+        ('He said "stop." and left.[^b]', ("b",)),  # a quoted sentence inside does not end the claim
+        ("Then more.[^c]", ("c",)),
+        ("北京很大。[^d]", ("d",)),
+        ("下一句。[^e]", ("e",)),  # the last sentence keeps its text
+    ]
 
 
 def test_citation_format_round_trips_quotes_with_escapes() -> None:
