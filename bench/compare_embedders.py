@@ -86,78 +86,23 @@ def parse_args(argv=None):
 # --------------------------------------------------------------------------- data
 
 def load_beir(folder: Path, limit_docs: int = 0, limit_queries: int = 0):
-    corpus_ids, corpus_texts = [], []
-    with open(folder / "corpus.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            d = json.loads(line)
-            title = (d.get("title") or "").strip()
-            text = (d.get("text") or "").strip()
-            corpus_ids.append(str(d["_id"]))
-            corpus_texts.append((title + " " + text).strip())
-            if limit_docs and len(corpus_ids) >= limit_docs:
-                break
-    queries = {}
-    with open(folder / "queries.jsonl", encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                q = json.loads(line)
-                queries[str(q["_id"])] = q["text"]
-    qrels: dict[str, dict[str, float]] = {}
-    qfile = folder / "qrels" / "dev.tsv"
-    with open(qfile, encoding="utf-8") as f:
-        header = f.readline().split()
-        if header[:2] != ["query-id", "corpus-id"]:
-            raise SystemExit(f"{qfile}: unexpected header {header}")
-        for line in f:
-            parts = line.split()
-            if len(parts) < 3:
-                continue
-            qid, did, score = parts[0], parts[1], float(parts[2])
-            if score > 0:
-                qrels.setdefault(qid, {})[did] = score
-    in_corpus = set(corpus_ids)
-    n_qrels_queries = len(qrels)
-    eval_qids = []
-    for qid in qrels:  # qrels order; only queries present in the qrels
-        if qid not in queries:
-            continue
-        if limit_docs:  # keep relevance judgements that point into the loaded subset
-            qrels[qid] = {d: s for d, s in qrels[qid].items() if d in in_corpus}
-            if not qrels[qid]:
-                continue
-        eval_qids.append(qid)
-    if limit_queries:
-        eval_qids = eval_qids[:limit_queries]
+    """The product's BEIR reader (kb.beir.load_beir), cut to the first ``limit_docs`` documents
+    (judgements into the cut kept) and ``limit_queries`` queries, as flat lists."""
+    from kb.beir import load_beir as read
+
+    data = read(folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / "dev.tsv")
+    corpus_ids = list(data.docs)[: limit_docs or None]
+    kept = set(corpus_ids)
+    qrels = {q: {d: s for d, s in rel.items() if d in kept} for q, rel in data.qrels.items()}
+    eval_qids = [q for q, rel in qrels.items() if rel][: limit_queries or None]
     return {
         "corpus_ids": corpus_ids,
-        "corpus_texts": corpus_texts,
+        "corpus_texts": [(data.docs[d][0].strip() + " " + data.docs[d][1].strip()).strip() for d in corpus_ids],
         "qids": eval_qids,
-        "qtexts": [queries[q] for q in eval_qids],
+        "qtexts": [data.queries[q] for q in eval_qids],
         "qrels": qrels,
-        "n_qrels_queries": n_qrels_queries,
+        "n_qrels_queries": len(data.qrels) + data.skipped,
     }
-
-
-# --------------------------------------------------------------------------- metrics
-
-def ndcg_at_k(ranked: list[str], rels: dict[str, float], k: int) -> float:
-    dcg = sum(rels.get(d, 0.0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(rels.values(), reverse=True)[:k]
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg > 0 else 0.0
-
-
-def recall_at_k(ranked: list[str], rels: dict[str, float], k: int) -> float:
-    return len(set(ranked[:k]) & set(rels)) / len(rels) if rels else 0.0
-
-
-def mrr_at_k(ranked: list[str], rels: dict[str, float], k: int) -> float:
-    for i, d in enumerate(ranked[:k]):
-        if d in rels:
-            return 1.0 / (i + 1)
-    return 0.0
 
 
 # --------------------------------------------------------------------------- threads
@@ -450,11 +395,13 @@ def run_dataset(model: Embedder, ds: str, data, args) -> dict:
         runs.append([ids[j] for j in top])
     qrels = data["qrels"]
     rels = [qrels[q] for q in data["qids"]]
+    from kb.beir import mrr_at, ndcg_at, recall_at  # the product's metrics
+
     mean = lambda xs: float(np.mean(xs)) if xs else float("nan")
-    res["ndcg@10"] = mean([ndcg_at_k(r, g, 10) for r, g in zip(runs, rels)])
-    res["recall@100"] = mean([recall_at_k(r, g, 100) for r, g in zip(runs, rels)])
-    res["recall@5"] = mean([recall_at_k(r, g, 5) for r, g in zip(runs, rels)])
-    res["mrr@10"] = mean([mrr_at_k(r, g, 10) for r, g in zip(runs, rels)])
+    res["ndcg@10"] = mean([ndcg_at(r, g, 10) for r, g in zip(runs, rels)])
+    res["recall@100"] = mean([recall_at(r, g, 100) for r, g in zip(runs, rels)])
+    res["recall@5"] = mean([recall_at(r, g, 5) for r, g in zip(runs, rels)])
+    res["mrr@10"] = mean([mrr_at(r, g, 10) for r, g in zip(runs, rels)])
     if lat_embed:
         res["q_embed_ms_p50"] = float(np.percentile(lat_embed, 50) * 1000)
         res["q_embed_ms_p95"] = float(np.percentile(lat_embed, 95) * 1000)

@@ -502,7 +502,8 @@ def index_at(repo: Repo, commit: str, progress: Progress | None = None, embedder
     point-in-time indexes are kept.
     """
     config = repo.config
-    target = str(repo.resolve(commit).id)
+    commit_obj = repo.resolve(commit)
+    target = str(commit_obj.id)
     embedder = embedder or make_embedder(config.retrieval.embedder)
     key = build_key(config, embedder.identity)
     serving = index_store(repo)
@@ -521,7 +522,7 @@ def index_at(repo: Repo, commit: str, progress: Progress | None = None, embedder
             return at.current_path(), None
         reusable = manifest is not None and manifest.build_key == key
         cache = load_source_cache(serving.current_path()) if reusable else None
-        corpus = collect_corpus(repo, repo.resolve(target), r.chunk_tokens, r.chunk_overlap, cache)
+        corpus = collect_corpus(repo, commit_obj, r.chunk_tokens, r.chunk_overlap, cache)
         result = build_corpus(at, corpus, embedder, key, config_hash(config, "retrieval"), target, progress=progress, base=serving)
         os.utime(at.root)
         prune_point_in_time(serving, AT_KEEP)
