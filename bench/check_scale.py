@@ -18,7 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from kb.evidence import add_items, prepare, scope_for_user
+from kb.evidence import add_items
+from kb.intake import prepare
+from kb.scopes import user_scope
 from kb.markdown import format_citation
 from kb.page import render_page
 from kb.scaffold import init_repository
@@ -38,7 +40,7 @@ def generate(root: Path, pages: int, evidence: int, seed: int = 7) -> None:
     for n in range(evidence):
         user = users[n % 10] if n % 2 else None
         lines = [f"Item {n} line {k}: {sentence(rng)}" for k in range(1, 21)]
-        items.append(prepare(("\n".join(lines) + "\n").encode(), f"ev{n}.md", "document", scope_for_user(user)))
+        items.append(prepare(("\n".join(lines) + "\n").encode(), f"ev{n}.md", "document", user_scope(user)))
     add_items(repo, items)
     system_items = [it for it in items if it.scope == "system"]
     by_user = {u: [it for it in items if it.scope == f"user:{u}"] for u in users}

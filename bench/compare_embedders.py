@@ -86,9 +86,9 @@ def parse_args(argv=None):
 # --------------------------------------------------------------------------- data
 
 def load_beir(folder: Path, limit_docs: int = 0, limit_queries: int = 0):
-    """The product's BEIR reader (kb.beir.load_beir), cut to the first ``limit_docs`` documents
+    """The product's BEIR reader (pipeline.eval.beir.load_beir), cut to the first ``limit_docs`` documents
     (judgements into the cut kept) and ``limit_queries`` queries, as flat lists."""
-    from kb.beir import load_beir as read
+    from pipeline.eval.beir import load_beir as read
 
     data = read(folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels" / "dev.tsv")
     corpus_ids = list(data.docs)[: limit_docs or None]
@@ -395,7 +395,7 @@ def run_dataset(model: Embedder, ds: str, data, args) -> dict:
         runs.append([ids[j] for j in top])
     qrels = data["qrels"]
     rels = [qrels[q] for q in data["qids"]]
-    from kb.beir import mrr_at, ndcg_at, recall_at  # the product's metrics
+    from pipeline.eval.beir import mrr_at, ndcg_at, recall_at  # the product's metrics
 
     mean = lambda xs: float(np.mean(xs)) if xs else float("nan")
     res["ndcg@10"] = mean([ndcg_at(r, g, 10) for r, g in zip(runs, rels)])

@@ -5,7 +5,7 @@ Usage: python bench/loop_offline.py [--cases ../shared/data/memory-cases]
 For the bundled sample and for each memory case (sessions ingested as one user's evidence):
 wall time of one change (propose, gate, review, merge; the index build timed apart), model
 calls (0 for the offline agents), and for the cases the recall of the key facts named in the
-case's `evaluation_criteria` among the merged cited claims (kb.keyfacts, by pattern).
+case's `evaluation_criteria` among the merged cited claims (pipeline.eval.keyfacts, by pattern).
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from pathlib import Path
 
 import yaml
 
-from kb.evidence import add_items, prepare, prepare_messages, scope_for_user
-from kb.keyfacts import recall
+from kb.evidence import add_items
+from kb.intake import prepare, prepare_messages
+from kb.scopes import user_scope
+from pipeline.eval.keyfacts import recall
 from kb.page import parse_page
 from kb.repo import Repo
 from kb.scaffold import init_repository
@@ -47,7 +49,7 @@ def timed_loop(repo: Repo, ids: list[str] | None, names: dict[str, str] | None =
     start = time.perf_counter()
     result = run_loop(repo, ids=ids, names=names, build_index=False)
     loop_s = time.perf_counter() - start
-    from kb.indexing import build_index
+    from kb.retrieval.build import build_index
 
     start = time.perf_counter()
     build_index(repo)
@@ -60,7 +62,7 @@ def bench_sample(workdir: Path) -> dict:
     repo = init_repository(workdir / "sample")
     samples = ROOT / "kb" / "samples"
     items = [prepare((samples / "travel-policy.md").read_bytes(), "travel-policy.md", "document", "system")]
-    items += [prepare((samples / n).read_bytes(), n, "conversation", scope_for_user("alice")) for n in ("alice-2025-03-02.json", "alice-2025-06-18.json")]
+    items += [prepare((samples / n).read_bytes(), n, "conversation", user_scope("alice")) for n in ("alice-2025-03-02.json", "alice-2025-06-18.json")]
     add_items(repo, items)
     return {"case": "bundled sample (1 document, 2 sessions)"} | timed_loop(repo, None)
 
@@ -70,7 +72,7 @@ def bench_case(workdir: Path, case: Path) -> dict:
     user = "user-" + case.stem.split("_")[0]
     repo = init_repository(workdir / case.stem)
     sessions = sorted(read_sessions(case).sessions, key=lambda s: s.date)
-    items = [prepare_messages(list(s.messages), s.source, scope_for_user(user), {"session_date": s.date}) for s in sessions]
+    items = [prepare_messages(list(s.messages), s.source, user_scope(user), {"session_date": s.date}) for s in sessions]
     add_items(repo, items)
     row = {"case": f"{case.parent.name}/{case.stem} ({len(sessions)} sessions)"} | timed_loop(repo, None, {user: "the user"})
     hit, missing = recall(data["evaluation_criteria"], cited_claims(repo))

@@ -33,8 +33,8 @@ def load_old(rev: str) -> types.ModuleType:
 def main() -> None:
     import kb.memory_context as new
     from kb.repo import Repo
-    from kb.search import open_searcher
-    from pipeline.eval_memory import DIA_RE, VariantScore, slug, turn_map, turns_of
+    from kb.retrieval.search import open_searcher
+    from pipeline.eval.memory import DIA_RE, VariantScore, slug, turn_map, turns_of
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, required=True, help="the repository `kb eval memory --locomo --workdir W` left in W/locomo")

@@ -107,7 +107,7 @@ def _progress(stage: str, done: int, total: int) -> None:
 
 
 def build(root: Path) -> dict:
-    from kb.indexing import build_index
+    from kb.retrieval.build import build_index
     from kb.repo import Repo
 
     result = build_index(Repo(root), full=True, progress=_progress)
@@ -124,8 +124,8 @@ def build(root: Path) -> dict:
 def throughput(root: Path, sample: int) -> dict:
     """The embedder alone, in a fresh embedder, on an even sample of the build's chunk texts:
     the rate that the build's embedding share is checked against."""
-    from kb.embedder import embed_all, make_embedder
-    from kb.indexing import collect_corpus
+    from kb.retrieval.embedder import embed_all, make_embedder
+    from kb.retrieval.corpus import collect_corpus
     from kb.repo import Repo
 
     repo = Repo(root)
@@ -143,7 +143,7 @@ def throughput(root: Path, sample: int) -> dict:
 
 
 def incremental(root: Path, full_seconds: float | None) -> dict:
-    from kb.indexing import build_index
+    from kb.retrieval.build import build_index
     from kb.repo import Repo
 
     repo = Repo(root)
@@ -169,7 +169,7 @@ def _rss_mb() -> tuple[float, float]:
 
 def query(root: Path, count: int) -> dict:
     from kb.repo import Repo
-    from kb.search import make_query, open_searcher
+    from kb.retrieval.search import make_query, open_searcher
 
     queries = json.loads((root.parent / "queries.json").read_text())[:count]
     repo = Repo(root)

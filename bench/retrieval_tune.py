@@ -16,11 +16,11 @@ import itertools
 import json
 from pathlib import Path
 
-from kb.beir import load_beir, mrr_at, ndcg_at, recall_at, rankings
-from kb.chunking import PAGE
-from kb.embedder import make_embedder
-from kb.indexing import IndexStore
-from kb.search import Query, Searcher
+from pipeline.eval.beir import load_beir, mrr_at, ndcg_at, recall_at, rankings
+from kb.retrieval.chunking import PAGE
+from kb.retrieval.embedder import make_embedder
+from kb.retrieval.store import IndexStore
+from kb.retrieval.search import Query, Searcher
 
 
 def score(searcher: Searcher, data, vectors, modes, k: int) -> dict[str, dict[str, float]]:  # noqa: ANN001

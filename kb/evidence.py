@@ -1,32 +1,32 @@
-"""The append-only evidence log: normalising raw material, storing it, the hash-chained ledger.
+"""The append-only evidence log: storing items and the hash-chained ledger, reading them back.
 
-An item is stored once, under ``evidence/YYYY/MM/<id>.md``, in a form whose line numbers never
-change: a conversation is one message per line (``[time] speaker: text``, continuation lines
-indented), a document is its own text. ``evidence/ledger.jsonl`` records every item; each line
-carries the hash of the line before it, so any edit or removal breaks the chain.
+An item is stored once, under ``evidence/YYYY/MM/<id>.md``, in the form ``kb.intake`` made, whose
+line numbers never change. ``evidence/ledger.jsonl`` records every item; each line carries the
+hash of the line before it, so any edit or removal breaks the chain.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kb.clock import iso_utc
 from kb.errors import ConflictError, FormatError, NotFoundError, UsageError
+from kb.ids import sha256_hex
+from kb.intake import PreparedItem
 from kb.repo import Repo, atomic_write
-from kb.secrets import find_secrets
+from kb.scopes import user_scope
+
+if TYPE_CHECKING:
+    import pygit2
 
 EVIDENCE_DIR = "evidence"
 LEDGER_PATH = "evidence/ledger.jsonl"
-KINDS = ("conversation", "trajectory", "document", "tool-output")
 GENESIS = "0" * 64
-ID_RE = re.compile(r"^ev-[0-9a-f]{16}$")
-USER_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -49,200 +49,17 @@ class LedgerEntry:
         return data
 
     def compute_hash(self) -> str:
-        return _sha256(json.dumps(self.payload(), sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+        return sha256_hex(json.dumps(self.payload(), sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+
+    @property
+    def date(self) -> str:
+        """The item's own date (YYYY-MM-DD): its session date, else its first message's time,
+        else the day it was added to the log."""
+        return str(self.meta.get("session_date") or self.meta.get("first_time") or self.added_at)[:10]
 
     def to_line(self) -> str:
         data = self.payload() | {"hash": self.hash}
         return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-@dataclass(frozen=True)
-class Message:
-    speaker: str
-    text: str
-    time: str | None = None
-    turn_id: str | None = None
-
-
-@dataclass(frozen=True)
-class PreparedItem:
-    """Normalised content ready to append (the pure half of ``add``)."""
-
-    id: str
-    kind: str
-    scope: str
-    content: str
-    source: str
-    meta: dict[str, Any]
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def scope_for_user(user: str | None) -> str:
-    if user is None:
-        return "system"
-    if not USER_ID_RE.match(user):
-        raise UsageError(
-            f"invalid user id {user!r}",
-            hint="use lower-case letters, digits, '.', '_' or '-' (no slashes or '..'), at most 64 characters",
-        )
-    return f"user:{user}"
-
-
-def evidence_id(kind: str, scope: str, content: str) -> str:
-    return "ev-" + _sha256(f"{kind}\0{scope}\0{content}")[:16]
-
-
-# ---- normalising input -----------------------------------------------------------------
-
-
-def _text_of(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # OpenAI content parts
-        parts = []
-        for part in content:
-            if isinstance(part, dict):
-                parts.append(str(part.get("text") or part.get("content") or ""))
-            else:
-                parts.append(str(part))
-        return "\n".join(p for p in parts if p)
-    return json.dumps(content, ensure_ascii=False, sort_keys=True)
-
-
-def message_from_dict(raw: dict[str, Any], where: str) -> Message:
-    speaker = raw.get("speaker") or raw.get("role") or raw.get("name") or raw.get("from")
-    text = raw.get("content", raw.get("text", raw.get("message")))
-    if text is None and raw.get("tool_calls"):
-        calls = [c.get("function", c) for c in raw["tool_calls"] if isinstance(c, dict)]
-        text = "; ".join(f"call {c.get('name')}({c.get('arguments', '')})" for c in calls)
-    if speaker is None or text is None:
-        raise FormatError(f"{where}: a message needs a role (or speaker) and content (or text)")
-    time = raw.get("timestamp") or raw.get("time") or raw.get("date") or raw.get("created_at")
-    turn = raw.get("id") or raw.get("dia_id") or raw.get("turn_id")
-    if raw.get("name") and raw.get("role") and raw["name"] != raw["role"]:
-        speaker = f"{raw['role']} ({raw['name']})"
-    return Message(str(speaker), _text_of(text), str(time) if time is not None else None, str(turn) if turn is not None else None)
-
-
-def parse_messages(text: str, name: str) -> list[Message]:
-    """Messages from JSON (a list, or an object with ``messages``) or JSONL (one per line)."""
-    stripped = text.strip()
-    if not stripped:
-        raise FormatError(f"{name}: empty conversation", hint="the file has no messages")
-    if stripped.startswith("["):
-        data = _json(stripped, name)
-    elif stripped.startswith("{") and "\n" in stripped and _looks_like_jsonl(stripped):
-        data = [_json(line, f"{name}:{n}") for n, line in enumerate(stripped.splitlines(), 1) if line.strip()]
-    else:
-        data = _json(stripped, name)
-        if isinstance(data, dict):
-            data = data.get("messages", data.get("conversation"))
-    if not isinstance(data, list):
-        raise FormatError(f"{name}: expected a list of messages or an object with `messages`")
-    messages = []
-    for n, raw in enumerate(data, 1):
-        if not isinstance(raw, dict):
-            raise FormatError(f"{name}: message {n} is not an object")
-        messages.append(message_from_dict(raw, f"{name}: message {n}"))
-    if not messages:
-        raise FormatError(f"{name}: empty conversation", hint="the file has no messages")
-    return messages
-
-
-def _looks_like_jsonl(text: str) -> bool:
-    first = text.splitlines()[0].strip()
-    try:
-        json.loads(first)
-        return True
-    except json.JSONDecodeError:
-        return False
-
-
-def _json(text: str, name: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint="fix the file or pass a Markdown/text file") from None
-
-
-def render_messages(messages: Iterable[Message]) -> str:
-    """One message per line block; continuation lines are indented so they never look like turns."""
-    out = []
-    for msg in messages:
-        head = f"[{msg.time}] " if msg.time else ""
-        who = f"{msg.speaker} ({msg.turn_id})" if msg.turn_id else msg.speaker
-        lines = msg.text.replace("\r\n", "\n").replace("\r", "\n").strip("\n").split("\n") or [""]
-        out.append(f"{head}{who}: {lines[0]}".rstrip())
-        out.extend(("    " + line).rstrip() for line in lines[1:])
-    return "\n".join(out) + "\n"
-
-
-def normalise_text(text: str) -> str:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text if text.endswith("\n") else text + "\n"
-
-
-def prepare_messages(messages: list[Message], source: str, scope: str, meta: dict[str, Any] | None = None, kind: str = "conversation") -> PreparedItem:
-    """A conversation already read into messages (e.g. one session of a LoCoMo file)."""
-    if not messages:
-        raise FormatError(f"{source}: empty conversation", hint="the session has no messages")
-    content = render_messages(messages)
-    meta = dict(meta or {})
-    times = sorted(m.time for m in messages if m.time)
-    if times:
-        meta.setdefault("first_time", times[0])
-        meta.setdefault("last_time", times[-1])
-    meta.setdefault("messages", len(messages))
-    hits = find_secrets(content)
-    if hits:
-        raise FormatError(f"{source}: contains what looks like a secret ({hits[0].kind}) at stored line {hits[0].line}", hint="evidence is permanent: redact the secret before adding it")
-    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
-
-
-def prepare(
-    data: bytes,
-    name: str,
-    kind: str,
-    scope: str,
-    source: str = "",
-    meta: dict[str, Any] | None = None,
-) -> PreparedItem:
-    """Decode and normalise one input into its stored form. Pure: no effects."""
-    if kind not in KINDS:
-        raise UsageError(f"unknown evidence kind {kind!r}", hint=f"use one of: {', '.join(KINDS)}")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})", hint="convert the file to UTF-8") from None
-    suffix = Path(name).suffix.lower()
-    meta = dict(meta or {})
-    if kind in ("conversation", "trajectory") and suffix in (".json", ".jsonl"):
-        messages = parse_messages(text, name)
-        content = render_messages(messages)
-        times = sorted(m.time for m in messages if m.time)
-        if times:
-            meta.setdefault("first_time", times[0])
-            meta.setdefault("last_time", times[-1])
-        meta.setdefault("messages", len(messages))
-    elif kind == "tool-output" and suffix == ".json":
-        content = normalise_text(json.dumps(_json(text, name), indent=2, sort_keys=True, ensure_ascii=False))
-    else:
-        if not text.strip():
-            raise FormatError(f"{name}: empty file", hint="nothing to add")
-        content = normalise_text(text)
-    hits = find_secrets(content)
-    if hits:
-        hit = hits[0]
-        raise FormatError(
-            f"{name}: contains what looks like a secret ({hit.kind}) at stored line {hit.line}",
-            hint="evidence is permanent: redact the secret before adding the file",
-        )
-    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source or name, meta)
 
 
 # ---- the ledger ------------------------------------------------------------------------
@@ -287,7 +104,7 @@ def make_entry(prev: LedgerEntry | None, item: PreparedItem, path: str, added_at
     entry = LedgerEntry(
         seq=(prev.seq + 1) if prev else 1,
         id=item.id,
-        sha256=_sha256(item.content),
+        sha256=sha256_hex(item.content),
         prev=prev.hash if prev else GENESIS,
         kind=item.kind,
         scope=item.scope,
@@ -300,8 +117,10 @@ def make_entry(prev: LedgerEntry | None, item: PreparedItem, path: str, added_at
     return LedgerEntry(**(entry.payload() | {"hash": entry.compute_hash()}))
 
 
-def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+def _write_ledger(path: Path, data: bytes) -> None:
+    """The ledger write, a function of its own so tests can inject a failure between the item
+    files and the ledger."""
+    atomic_write(path, data)
 
 
 @dataclass(frozen=True)
@@ -311,11 +130,7 @@ class AddResult:
     commit: str | None
 
 
-def _write_ledger(path: Path, data: bytes) -> None:
-    atomic_write(path, data)
-
-
-def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = utc_now) -> AddResult:
+def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = iso_utc) -> AddResult:
     """Append prepared items atomically: all files, the ledger lines and one commit, or nothing."""
     with repo.lock("write"):
         dirty = repo.dirty_paths((EVIDENCE_DIR + "/",))
@@ -397,3 +212,35 @@ def slice_lines(content: str, start: int, end: int, evidence: str = "") -> list[
     if start > len(lines):
         raise NotFoundError(f"{evidence or 'evidence'} has {len(lines)} lines; L{start} does not exist")
     return [(n, lines[n - 1]) for n in range(start, min(end, len(lines)) + 1)]
+
+
+def ledger_at(repo: Repo, commit: pygit2.Commit | None) -> list[LedgerEntry]:
+    """The ledger as committed at ``commit`` (empty before the first item)."""
+    if commit is None:
+        return []
+    data = repo.read_at(commit, LEDGER_PATH)
+    return parse_ledger(data.decode("utf-8")) if data else []
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """Lines of one evidence item, for ``kb evidence show``."""
+
+    entry: LedgerEntry
+    lines: list[tuple[int, str]]
+
+
+def show_item(repo: Repo, reference: str, lines: str | None = None) -> ItemView:
+    """An item by id (or unique prefix), optionally ``#LA-LB`` or ``lines`` ``A-B``."""
+    ident, _, span = reference.partition("#")
+    entry = find_entry(load_ledger(repo.root), ident)
+    content = read_content(repo.root, entry)
+    wanted = lines or span
+    start, end = parse_span(wanted) if wanted else (1, max(entry.lines, 1))
+    return ItemView(entry, slice_lines(content, start, end, entry.id))
+
+
+def list_entries(repo: Repo, user: str | None = None, kind: str | None = None) -> list[LedgerEntry]:
+    """Ledger entries in order, optionally only one user's or one kind's."""
+    scope = user_scope(user) if user else None
+    return [e for e in load_ledger(repo.root) if (scope is None or e.scope == scope) and (kind is None or e.kind == kind)]

@@ -14,8 +14,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb.errors import UsageError
-from kb.evidence import LEDGER_PATH, parse_ledger, scope_for_user
+from kb.errors import NotFoundError, UsageError
+from kb.evidence import ledger_at
+from kb.scopes import user_scope
 from kb.page import Page, parse_page
 from kb.repo import Repo
 from kb.tokens import count_tokens
@@ -101,9 +102,9 @@ def _profile_item(pages: _Pages, user: str) -> ContextItem | None:
 
 
 def build_context(repo: Repo, user: str, question: str, budget: int = 2000, variant: str = "both", k: int = 20, searcher: Any = None) -> MemoryContext:
-    from kb.search import EVIDENCE, PAGE, make_query, open_searcher
+    from kb.retrieval.search import EVIDENCE, PAGE, make_query, open_searcher
 
-    scope_for_user(user)
+    user_scope(user)
     if variant not in VARIANTS:
         raise UsageError(f"unknown variant {variant!r}", hint="use raw, pages or both")
     if budget < 1:
@@ -112,8 +113,7 @@ def build_context(repo: Repo, user: str, question: str, budget: int = 2000, vari
     searcher = searcher or open_searcher(repo)
     commit = repo.resolve(searcher.manifest.source_commit)
     pages = _Pages(repo, commit)
-    ledger_raw = repo.read_at(commit, LEDGER_PATH)
-    dates = {e.id: str(e.meta.get("session_date") or e.meta.get("first_time") or e.added_at)[:10] for e in parse_ledger(ledger_raw.decode("utf-8"))} if ledger_raw else {}
+    dates = {e.id: e.date for e in ledger_at(repo, commit)}
     context = MemoryContext(user, question, budget, variant)
     profile = _profile_item(pages, user)
     candidates: list[ContextItem] = []
@@ -179,3 +179,24 @@ def build_context(repo: Repo, user: str, question: str, budget: int = 2000, vari
         context.ranked = [i for i in context.ranked if i is not removed]
         context.dropped += 1
     return context
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A user's profile page as committed at HEAD: its text and its header fields."""
+
+    path: str
+    text: str
+    meta: dict[str, Any]
+
+
+def read_profile(repo: Repo, user: str) -> Profile:
+    """``users/<user>/profile.md`` at HEAD; NotFoundError when the user has none."""
+    user_scope(user)
+    path = f"users/{user}/profile.md"
+    head = repo.head()
+    data = repo.read_at(head, path) if head else None
+    if data is None:
+        raise NotFoundError(f"no profile for user {user!r}", hint=f"ingest sessions with `kb memory ingest --user {user} FILE...`")
+    return Profile(path, data.decode("utf-8"), parse_page(data, path).meta)
+

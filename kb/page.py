@@ -102,16 +102,6 @@ def page_id_for_path(path: str) -> str:
     return path[:-3] if path.endswith(".md") else path
 
 
-def scope_for_path(path: str) -> str | None:
-    """The scope a path decides: ``system`` under knowledge/, ``user:<id>`` under users/<id>/."""
-    parts = path.split("/")
-    if parts[0] == "knowledge":
-        return "system"
-    if parts[0] == "users" and len(parts) >= 3 and parts[1]:
-        return f"user:{parts[1]}"
-    return None
-
-
 def _normalise(value: Any) -> Any:
     """YAML dates and datetimes become ISO strings so pages compare and render as text."""
     if isinstance(value, dt.datetime):

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from kb.errors import FormatError, UsageError
-from kb.evidence import Message, message_from_dict, parse_messages
+from kb.intake import Message, message_from_dict, parse_messages
 
 LOCOMO_DATE_RE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
 MONTHS = {m: i for i, m in enumerate(["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}

@@ -16,7 +16,7 @@ from pipeline.merge import MergeResult, merge_branch
 from pipeline.propose import Proposal, propose, select_evidence, trailers_for
 from pipeline.records import set_status
 from pipeline.review import ReviewResult, clean_workspace, review_branch
-from pipeline.revise import withdraw_flagged
+from agents.offline.revision import withdraw_flagged
 from pipeline.roles import resolve_roles
 
 

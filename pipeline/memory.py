@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.offline_proposer import display_name
-from kb.evidence import add_items, prepare_messages, scope_for_user
+from agents.offline.proposer import display_name
+from kb.evidence import add_items
+from kb.intake import prepare_messages
+from kb.scopes import user_scope
 from kb.repo import Repo
 from kb.sessions import Session, read_sessions
 from pipeline.loop import RunResult, run_loop
@@ -40,7 +42,7 @@ def ingest(
     speaker: str | None = None,
     build_index: bool = True,
 ) -> IngestResult:
-    scope = scope_for_user(user)
+    scope = user_scope(user)
     sessions: list[Session] = []
     warnings: list[str] = []
     for path in paths:

@@ -16,7 +16,7 @@ import pygit2
 
 from kb.errors import ConflictError, GateError
 from kb.repo import FILEMODE_BLOB, Repo
-from pipeline.gate import run_gate
+from ci.gate import run_gate
 from pipeline.records import ReviewRecord, proposal_info, reviews_of
 from pipeline.review import branch_base, clean_workspace
 from pipeline.workspace import WRITABLE, remove_workspace
@@ -27,7 +27,7 @@ class MergeResult:
     branch: str
     commit: str
     record_path: str
-    index: Any  # kb.indexing build result, or None when no index is configured to build
+    index: Any  # kb.retrieval.build build result, or None when no index is configured to build
 
 
 def _approval(repo: Repo, head: pygit2.Commit, base: pygit2.Commit, proposer_family: str, allow_same: bool) -> ReviewRecord:
@@ -111,7 +111,7 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
     repo.git.branches.local.delete(branch)
     result_index = None
     if build_index:
-        from kb.indexing import build_index as build
+        from kb.retrieval.build import build_index as build
 
         result_index = build(repo)
     return MergeResult(branch, str(commit_id), record_path, result_index)

@@ -16,13 +16,14 @@ import pygit2
 
 from agents.llm import Budget
 from agents.schemas import Comment
-from kb.disclosure import grep, read_page, read_section
+from kb.retrieval.reading import grep, read_page, read_section
 from kb.errors import IndexMissingError, KbError, NotFoundError
-from kb.evidence import LEDGER_PATH, LedgerEntry, parse_ledger
-from kb.page import page_id_for_path, parse_page, scope_for_path
-from kb.principal import parse_principal
+from kb.evidence import LedgerEntry, ledger_at
+from kb.page import page_id_for_path, parse_page
+from kb.scopes import scope_for_path
+from kb.scopes import parse_principal
 from kb.repo import Repo
-from pipeline.gate import GateReport, run_gate
+from ci.gate import GateReport, run_gate
 from pipeline.roles import Role, client_for
 from pipeline.runs import save_transcript
 from pipeline.workspace import Workspace
@@ -50,7 +51,7 @@ class BranchBackend:
     # ---- read tools ----------------------------------------------------------------------
 
     def search(self, query: str, k: int = 8, include_evidence: bool = True) -> str:
-        from kb.search import search
+        from kb.retrieval.search import search
 
         try:
             hits = search(self.repo, query, self.principal, k=k, include_evidence=include_evidence)
@@ -85,8 +86,7 @@ class BranchBackend:
         return "\n".join(lines) + ("\n(more matches not shown)" if result.truncated else "")
 
     def _ledger(self) -> list[LedgerEntry]:
-        data = self.repo.read_at(self.workspace.head(), LEDGER_PATH)
-        return parse_ledger(data.decode("utf-8")) if data else []
+        return ledger_at(self.repo, self.workspace.head())
 
     def read_evidence(self, evidence_id: str, start: int | None = None, end: int | None = None) -> str:
         entry = next((e for e in self._ledger() if e.id == evidence_id), None)

@@ -14,10 +14,10 @@ from typing import Any
 
 import pygit2
 
-from agents.extractive import EvidenceInput
-from agents.offline_proposer import Plan, plan_documents, plan_user_memory
+from agents.offline.extractive import EvidenceInput
+from agents.offline.proposer import Plan, plan_documents, plan_user_memory
 from kb.errors import KbError, NotFoundError, UsageError
-from kb.evidence import LEDGER_PATH, LedgerEntry, parse_ledger
+from kb.evidence import LedgerEntry, ledger_at
 from kb.page import parse_page
 from kb.repo import Repo
 from pipeline.records import parse_trailers
@@ -39,13 +39,6 @@ class Proposal:
     run_dir: str
     notes: tuple[str, ...] = field(default_factory=tuple)
     usage: dict[str, Any] = field(default_factory=dict)
-
-
-def ledger_at(repo: Repo, commit: pygit2.Commit | None) -> list[LedgerEntry]:
-    if commit is None:
-        return []
-    data = repo.read_at(commit, LEDGER_PATH)
-    return parse_ledger(data.decode("utf-8")) if data else []
 
 
 def processed_evidence(repo: Repo, head: pygit2.Commit) -> set[str]:
@@ -90,8 +83,7 @@ def evidence_inputs(repo: Repo, entries: list[LedgerEntry]) -> list[EvidenceInpu
         data = repo.read_at(head, entry.path) if head else None
         if data is None:
             raise NotFoundError(f"evidence file {entry.path} is not committed", hint="add evidence with `kb evidence add`")
-        meta = entry.meta or {}
-        date = str(meta.get("session_date") or meta.get("first_time") or entry.added_at)[:10]
+        date = entry.date
         out.append(EvidenceInput(entry.id, entry.kind, entry.scope, data.decode("utf-8"), entry.source, date))
     return out
 

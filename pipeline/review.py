@@ -15,8 +15,8 @@ import pygit2
 from agents.schemas import Comment
 from kb.errors import ConflictError
 from kb.repo import Repo
-from pipeline.gate import GateReport, run_gate
-from pipeline.offline_review import review_offline
+from ci.gate import GateReport, run_gate
+from agents.offline.reviewer import review_offline
 from pipeline.records import ReviewRecord, add_review, proposal_info
 from pipeline.roles import Role, resolve_roles
 from pipeline.runs import new_run_dir, save_transcript

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kb.evidence import add_items, prepare, scope_for_user
+from kb.evidence import add_items
+from kb.intake import prepare
+from kb.scopes import user_scope
 from kb.markdown import format_citation
 from kb.page import render_page
 from kb.repo import Repo
@@ -47,7 +49,7 @@ def make_sample_repo(root: Path) -> tuple[Repo, dict[str, str]]:
     """A clean repository: a system document, alice's chat, and pages that cite both."""
     repo = init_repository(root)
     doc = prepare(VISA_DOC.encode(), "visas.md", "document", "system")
-    chat = prepare(json.dumps(ALICE_CHAT).encode(), "alice.json", "conversation", scope_for_user("alice"))
+    chat = prepare(json.dumps(ALICE_CHAT).encode(), "alice.json", "conversation", user_scope("alice"))
     add_items(repo, [doc, chat])
     ids = {"doc": doc.id, "chat": chat.id}
     visas_body = (

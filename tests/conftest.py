@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kb.cli import main
+from kb.cli.app import main
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

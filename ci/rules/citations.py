@@ -11,7 +11,8 @@ from ci.rules import selected_pages
 from ci.rules.links import visible_from
 from ci.selection import Selection
 from ci.snapshot import Snapshot, normalise_quote
-from kb.page import Page, scope_for_path
+from kb.page import Page
+from kb.scopes import scope_for_path
 
 CITE_HINT = 'cite as [^n]: ev-<id>#L3-L4 "verbatim quote"'
 

@@ -9,7 +9,8 @@ from ci.findings import Finding
 from ci.selection import Selection
 from ci.snapshot import Snapshot
 from kb.errors import FormatError
-from kb.page import FIELD_ORDER, PAGE_TYPES, STATUSES, Page, page_id_for_path, scope_for_path
+from kb.page import FIELD_ORDER, PAGE_TYPES, Page, STATUSES, page_id_for_path
+from kb.scopes import scope_for_path
 
 REQUIRED = ("id", "type", "title", "summary", "scope", "status")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")

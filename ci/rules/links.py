@@ -8,7 +8,8 @@ from ci.findings import Finding
 from ci.rules import selected_pages
 from ci.selection import Selection
 from ci.snapshot import Snapshot
-from kb.page import Page, page_id_for_path, scope_for_path
+from kb.page import Page, page_id_for_path
+from kb.scopes import scope_for_path
 
 
 def visible_from(page_scope: str | None, target_scope: str | None) -> bool:

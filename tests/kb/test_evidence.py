@@ -10,7 +10,9 @@ import pytest
 from ci.run import run_checks
 from kb import evidence
 from kb.errors import FormatError, UsageError
-from kb.evidence import add_items, load_ledger, prepare, scope_for_user, verify_chain
+from kb.evidence import add_items, load_ledger, verify_chain
+from kb.intake import prepare
+from kb.scopes import user_scope
 from kb.scaffold import init_repository
 from tests.builders import ALICE_CHAT, make_sample_repo
 
@@ -47,7 +49,7 @@ def test_invalid_inputs_are_format_errors() -> None:
     with pytest.raises(FormatError, match="secret"):
         prepare(b"my key is sk-proj-abcdefghijklmnopqrstuvwxyz0123", "k.txt", "document", "system")
     with pytest.raises(UsageError, match="invalid user id"):
-        scope_for_user("../bob")
+        user_scope("../bob")
 
 
 def test_same_content_twice_is_detected_not_duplicated(tmp_path: Path) -> None:
@@ -57,7 +59,7 @@ def test_same_content_twice_is_detected_not_duplicated(tmp_path: Path) -> None:
     second = add_items(repo, [item, prepare(b"a fact\n", "copy.txt", "document", "system")])
     assert len(first.added) == 1 and second.added == [] and second.duplicates == [item.id, item.id]
     assert len(load_ledger(repo.root)) == 1
-    other_scope = prepare(b"a fact\n", "a.txt", "document", scope_for_user("bob"))
+    other_scope = prepare(b"a fact\n", "a.txt", "document", user_scope("bob"))
     assert other_scope.id != item.id
 
 

@@ -1,6 +1,6 @@
 """Key facts of a reference text are found by pattern and matched ignoring case and punctuation."""
 
-from kb.keyfacts import key_facts, mentions, recall
+from pipeline.eval.keyfacts import key_facts, mentions, recall
 
 REFERENCE = (
     "The agent should recall that the Honda Accord has service on Friday, November 24th at 8 AM "

@@ -8,11 +8,13 @@ import os
 import pytest
 
 from kb.errors import PathError
-from kb.evidence import add_items, prepare, scope_for_user
+from kb.evidence import add_items
+from kb.intake import prepare
+from kb.scopes import user_scope
 from kb.markdown import format_citation
 from kb.repo import Repo
-from pipeline.gate import run_gate
-from pipeline.offline_review import review_offline
+from ci.gate import run_gate
+from agents.offline.reviewer import review_offline
 from pipeline.review import branch_base
 from pipeline.workspace import open_workspace
 from tests.builders import page_text
@@ -97,7 +99,7 @@ def test_edit_page_needs_exactly_one_match(chat_repo: tuple[Repo, str]) -> None:
 
 def test_injected_instructions_do_not_change_the_deterministic_verdict(chat_repo: tuple[Repo, str]) -> None:
     repo, _ = chat_repo
-    item = prepare(INJECTION.encode(), "inject.txt", "conversation", scope_for_user("alice"))
+    item = prepare(INJECTION.encode(), "inject.txt", "conversation", user_scope("alice"))
     add_items(repo, [item])
     ws, head, base = _branch_with_claim(repo, "Alice eats fish.", "I do not eat fish.", 1, item.id, "kb/test-inject")
     verdict = review_offline(repo, base, head, run_gate(ws.view, base))

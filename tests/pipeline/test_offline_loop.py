@@ -113,7 +113,8 @@ def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: 
     run_loop(repo, ids=[ids["policy"]], build_index=False)
     # a later change that deletes a supported claim: the offline reviewer refuses, the offline
     # proposer cannot restore it, so the branch is left for a human
-    from kb.evidence import add_items, prepare
+    from kb.evidence import add_items
+    from kb.intake import prepare
 
     extra = prepare(b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document", "system")
     add_items(repo, [extra])

@@ -1,0 +1,317 @@
+"""Plans of the offline Proposer: which pages to write for new evidence (pure functions).
+
+``plan_changes`` takes the new evidence and the current text of the pages it may touch and
+returns the new text of every page to write. The pipeline applies the plan to the work branch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agents.offline.extractive import (
+    GENERATED_TAG,
+    SENTENCE_RE,
+    EvidenceInput,
+    MemoryPage,
+    Entry,
+    Statement,
+    attribute_of,
+    citation_line,
+    conversation_statements,
+    is_generated,
+    label_for,
+    load_memory_page,
+    render_memory_page,
+    topic_of,
+    _terminated,
+)
+from kb.markdown import slugify
+from kb.page import page_id_for_path, parse_page, render_page
+from kb.tokens import count_tokens
+
+IDENTITY = {"name", "home", "address", "work", "phone", "email"}
+PREFERENCES = {"seat", "diet"}
+PEOPLE = {"manager", "partner", "child"}
+ATTRIBUTE_LABELS = {"name": "name", "home": "home city", "address": "address", "work": "work", "phone": "phone", "email": "email", "seat": "seat preference", "diet": "diet", "manager": "manager", "partner": "partner", "child": "child"}
+
+ReadPage = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    writes: dict[str, str]  # path -> full new text
+    claims: int  # new claims written
+    closed: int  # older claims closed by newer ones
+    evidence_ids: tuple[str, ...]
+
+
+def display_name(user: str) -> str:
+    """A readable name from a user id, without digits: claims are checked for every number
+    they contain, so a name like "user 01" would make each claim ungrounded."""
+    words = [w for w in re.split(r"[-_. ]+", user) if w and not any(c.isdigit() for c in w)]
+    return " ".join(words).title() or "The user"
+
+
+def _summary(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    while count_tokens(text) > limit:
+        text = " ".join(text.split()[:-3]) + "…"
+    return text
+
+
+def _entry(statement: Statement, suffix: str = "") -> Entry:
+    return Entry(f"{statement.claim}[^{label_for(statement)}]{suffix}", label_for(statement), citation_line(statement))
+
+
+# ---- index pages -------------------------------------------------------------------------
+
+
+def upsert_index_entry(text: str, path: str, child_id: str, l0: str) -> str:
+    """Add or refresh ``- [[child]]: L0`` in a folder index page, keeping everything else."""
+    page = parse_page(text, path)
+    line = f"- [[{child_id}]]: {l0}"
+    pattern = re.compile(rf"^\s*[-*+]\s+\[\[{re.escape(child_id)}(?:[#|][^\]]*)?\]\].*$", re.M)
+    body = page.body
+    if pattern.search(body):
+        body = pattern.sub(lambda _: line, body, count=1)
+    else:
+        entries = list(re.finditer(r"^\s*[-*+]\s+\[\[[^\]]+\]\].*$", body, re.M))
+        if entries:
+            end = entries[-1].end()
+            body = body[:end] + "\n" + line + body[end:]
+        else:
+            body = body.rstrip("\n") + ("\n\n## Pages\n\n" if "## Pages" not in body else "\n\n") + line + "\n"
+    return render_page(page.meta, body)
+
+
+def new_index(folder: str, title: str, summary: str, scope: str) -> str:
+    meta = {"id": f"{folder}/index", "type": "index", "title": title, "summary": summary, "scope": scope, "status": "active"}
+    return render_page(meta, f"# {title}\n\n## Overview\n\n{summary}\n\n## Pages\n\n")
+
+
+# ---- documents ---------------------------------------------------------------------------
+
+
+def document_page(item: EvidenceInput, path: str, existing: str | None) -> tuple[str, int]:
+    lines = item.text.splitlines()
+    title = next((l[2:].strip() for l in lines if l.startswith("# ")), "") or item.source or item.id
+    memory = load_memory_page(existing, path) if existing else MemoryPage(path, title, "fact", "system" if item.scope == "system" else item.scope)
+    memory.sources.add(item.id)
+    memory.valid_from = memory.valid_from or item.date
+    section = "Content"
+    lead = ""
+    added = 0
+    in_fence = False
+    for n, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if in_fence or not stripped or stripped.startswith("|"):
+            continue
+        if stripped.startswith("#"):
+            level = len(stripped) - len(stripped.lstrip("#"))
+            if level >= 2:
+                section = stripped.lstrip("#").strip() or section
+            continue
+        text = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", stripped)
+        for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
+            sentence = raw.strip()
+            if len(sentence.split()) < 3 and len(sentence) < 12:
+                continue
+            st = Statement(item.id, n, n, "document", sentence, _terminated(sentence), item.date, False, ordinal)
+            lead = lead or sentence
+            if memory.has_label(label_for(st)):
+                continue
+            memory.sections.setdefault(section, []).append(_entry(st))
+            added += 1
+    summary = _summary(lead or title)
+    return render_memory_page(memory, summary, overview_limit=20, leads_only=True), added
+
+
+def plan_documents(items: list[EvidenceInput], read: ReadPage) -> Plan:
+    writes: dict[str, str] = {}
+    claims = 0
+    index_path = "knowledge/index.md"
+    index_text = read(index_path) or new_index("knowledge", "Knowledge", "Entry page of the shared knowledge.", "system")
+    for item in items:
+        title = next((l[2:].strip() for l in item.text.splitlines() if l.startswith("# ")), "") or item.source
+        slug = slugify(re.sub(r"\.\w+$", "", title))[:60].strip("-") or item.id
+        path = f"knowledge/{slug}.md"
+        existing = writes.get(path) or read(path)
+        if existing is not None and not is_generated(existing, path):
+            path = f"knowledge/{slug}-{item.id[3:9]}.md"
+            existing = writes.get(path) or read(path)
+        text, added = document_page(item, path, existing)
+        writes[path] = text
+        claims += added
+        index_text = upsert_index_entry(index_text, index_path, page_id_for_path(path), parse_page(text, path).summary)
+    writes[index_path] = index_text
+    return Plan(writes, claims, 0, tuple(i.id for i in items))
+
+
+# ---- a user's memory ---------------------------------------------------------------------
+
+
+def _profile_section(key: str) -> str:
+    base = key.split(":")[0]
+    if base in IDENTITY:
+        return "Identity"
+    if base in PREFERENCES:
+        return "Preferences"
+    return "People"
+
+
+def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name: str | None = None, speakers: set[str] | None = None) -> Plan:
+    """Profile, topic pages and timeline of ``users/<user>/`` updated with ``items`` (date order)."""
+    name = name or display_name(user)
+    folder = f"users/{user}"
+    scope = f"user:{user}"
+    pages: dict[str, MemoryPage] = {}
+
+    def page(slug: str, title: str, kind: str) -> MemoryPage:
+        path = f"{folder}/{slug}.md"
+        if path not in pages:
+            text = read(path)
+            if text is not None and is_generated(text, path):
+                pages[path] = load_memory_page(text, path)
+            elif text is not None:
+                return page(f"{slug}-memory", title, kind)
+            else:
+                pages[path] = MemoryPage(path, title, kind, scope)
+        return pages[path]
+
+    claims = closed = 0
+    vehicles: list[str] = []
+    existing_vehicles = read(f"{folder}/vehicles.md")
+    if existing_vehicles and is_generated(existing_vehicles, f"{folder}/vehicles.md"):
+        vehicles.extend(str(f.get("value")) for f in load_memory_page(existing_vehicles, f"{folder}/vehicles.md").facts if str(f.get("key", "")).startswith("vehicle:"))
+    user_speakers = {"user", "human", user, name, name.split()[0]} | (speakers or set())
+    for item in sorted(items, key=lambda i: (i.date, i.id)):
+        if item.kind not in ("conversation", "trajectory"):
+            continue
+        for st in conversation_statements(item, user_speakers, name):
+            label = label_for(st)
+            if st.by_user and INSTRUCTION_RE.search(st.quote):
+                profile = page("profile", f"{name}'s profile", "profile")
+                if not profile.has_label(label):
+                    # who gave it and when stay with it; newest first, so the latest valid
+                    # instruction reads before the ones it may reverse
+                    entry = Entry(f'Instruction from {st.speaker}: "{st.quote}"[^{label}] _(given {st.date})_', label, citation_line(st))
+                    profile.sections.setdefault("Instructions", []).insert(0, entry)
+                    profile.facts.append({"key": "instruction", "value": st.quote, "about": name, "relation": "instruction", "learned": f"given by {st.speaker} on {st.date}", "valid_from": st.date, "source": f"{st.evidence_id}#L{st.start}", "label": label})
+                    profile.sources.add(st.evidence_id)
+                    claims += 1
+                continue
+            attr = attribute_of(st)
+            if attr is not None:
+                profile = page("profile", f"{name}'s profile", "profile")
+                if profile.has_label(label):
+                    continue
+                section = _profile_section(attr.key)
+                current = [f for f in profile.facts if f.get("key") == attr.key and not f.get("valid_to")]
+                if any(str(f.get("value", "")).lower() == attr.value.lower() for f in current):
+                    continue
+                for fact in current:
+                    fact["valid_to"] = st.date
+                    closed += 1
+                    _close_entry(profile, str(fact.get("label", "")), st.date)
+                relation = "self" if attr.key.split(":")[0] in IDENTITY | PREFERENCES else attr.key.split(":")[0]
+                profile.facts.append({
+                    "key": attr.key,
+                    "value": attr.value,
+                    "about": name if relation == "self" else attr.value,
+                    "relation": relation,
+                    "learned": f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}",
+                    "valid_from": st.date,
+                    "valid_to": None,
+                    "source": f"{st.evidence_id}#L{st.start}",
+                    "label": label,
+                })
+                profile.sections.setdefault(section, []).append(_entry(st))
+                profile.sources.add(st.evidence_id)
+                claims += 1
+                continue
+            vehicle = vehicle_of(st.quote, vehicles)
+            if vehicle is not None:
+                slug, title = "vehicles", vehicle
+            else:
+                slug, title = topic_of(st)
+            topic = page(slug, f"{name}: {'cars and other vehicles' if slug == 'vehicles' else title.lower()}" if slug != "notes" else f"{name}: other facts", "topic")
+            if topic.has_label(label):
+                continue
+            if vehicle is not None and not any(f.get("key") == f"vehicle:{slugify(vehicle)}" for f in topic.facts):
+                topic.facts.append({"key": f"vehicle:{slugify(vehicle)}", "value": vehicle, "about": vehicle, "relation": f"{name}'s vehicle", "learned": f"first mentioned by {st.speaker} on {st.date}", "valid_from": st.date, "source": f"{st.evidence_id}#L{st.start}"})
+            topic.sections.setdefault(title, []).append(_entry(st))
+            topic.sources.add(st.evidence_id)
+            claims += 1
+            if st.date and (re.search(r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next)\b", st.quote, re.I)):
+                timeline = page("timeline", f"{name}'s timeline", "timeline")
+                if not timeline.has_label(label):
+                    timeline.sections.setdefault(st.date, []).append(_entry(st))
+                    timeline.sources.add(st.evidence_id)
+    if any(i.kind in ("conversation", "trajectory") for i in items):
+        page("profile", f"{name}'s profile", "profile")  # every user has a profile, even an empty one
+    writes: dict[str, str] = {}
+    index_path = f"{folder}/index.md"
+    index_text = read(index_path) or new_index(folder, f"{name}'s memory", f"What {name} has told us, with sources.", scope)
+    for path, memory in sorted(pages.items()):
+        if memory.type == "timeline":
+            memory.sections = dict(sorted(memory.sections.items(), reverse=True))
+        summary = _page_summary(memory, name)
+        writes[path] = render_memory_page(memory, summary)
+        index_text = upsert_index_entry(index_text, index_path, page_id_for_path(path), summary)
+    if pages:
+        writes[index_path] = index_text
+    return Plan(writes, claims, closed, tuple(i.id for i in items))
+
+
+INSTRUCTION_RE = re.compile(r"^(?:(?:ok|okay|also|and|so|actually),?\s+)?(?:please\b|always\b|never\b|don't\b|do not\b|make sure\b|from now on\b|i want you to\b|remember to\b)|\bfrom now on\b", re.I)
+VEHICLE_RE = re.compile(r"\b((?:19|20)\d{2}) ([A-Z][a-zA-Z]+(?:-[A-Z][a-z]+)?) ([A-Z0-9][\w-]*(?: [0-9A-Z][\w-]*)?)")
+
+
+def vehicle_of(text: str, known: list[str]) -> str | None:
+    """The vehicle a sentence is about: a new "2019 Honda Accord", or a known one named by make
+    or model ("the Honda", "my Tesla"). Same-make vehicles stay apart by year and model."""
+    m = VEHICLE_RE.search(text)
+    if m:
+        found = m.group(0)
+        year, words = m.group(1), set(found.split()[1:])
+        for vehicle in known:
+            if vehicle.split()[0] == year and words & set(vehicle.split()[1:]):
+                return vehicle
+        known.append(found)
+        return found
+    lowered = text.lower()
+    hits = [v for v in known if any(part.lower() in lowered.split() or f" {part.lower()}" in lowered for part in v.split()[1:])]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _close_entry(profile: MemoryPage, label: str, until: str) -> None:
+    for section, entries in profile.sections.items():
+        if section == "History":
+            continue
+        for entry in list(entries):
+            if entry.label == label:
+                entries.remove(entry)
+                entry.line = f"{entry.line} _(no longer current since {until}; see the newer entry)_"
+                profile.sections.setdefault("History", []).append(entry)
+                return
+
+
+def _page_summary(memory: MemoryPage, name: str) -> str:
+    if memory.type == "profile":
+        parts = [f"{ATTRIBUTE_LABELS.get(f['key'].split(':')[0], f['key'])}: {f['value']}" for f in memory.facts if not f.get("valid_to")]
+        return _summary(f"{name}: " + "; ".join(parts) + ".") if parts else _summary(f"No stable facts about {name} are recorded yet.")
+    count = sum(len(v) for k, v in memory.sections.items() if k != "History")
+    vehicles = [str(f["value"]) for f in memory.facts if str(f.get("key", "")).startswith("vehicle:")]
+    if vehicles:
+        return _summary(f"{name}'s cars and other vehicles ({len(vehicles)}): " + "; ".join(vehicles) + f". {count} statements.")
+    if memory.type == "timeline":
+        return _summary(f"Dated events and plans from {name}'s conversations, newest first ({count} entries).")
+    return _summary(f"What {name} said about {memory.title.split(': ', 1)[-1]} ({count} statements).")
+
+
+__all__ = ["GENERATED_TAG", "Plan", "plan_documents", "plan_user_memory", "upsert_index_entry", "new_index"]

@@ -1,0 +1,1 @@
+"""The ``kb`` command line: ``app`` assembles one module per command group (see docs/architecture.md)."""

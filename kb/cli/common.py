@@ -1,0 +1,65 @@
+"""What every command module shares: the repository option and opener, output helpers, the
+common option types, ``--k`` parsing, and progress on stderr.
+
+No command lives here, and nothing here imports a command module, so the command modules and
+``kb.cli.app`` (which assembles them) form no cycle.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from kb.errors import UsageError
+
+if TYPE_CHECKING:
+    from kb.repo import Repo
+
+_state: dict[str, Path | None] = {"repo": None}
+
+RepoOpt = Annotated[Optional[Path], typer.Option("--repo", help="Repository root (default: found from the current directory upward).", envvar="KB_REPO")]
+AsOpt = Annotated[str, typer.Option("--as", help="Principal: system, or user:<id> (sees system + that user).")]
+CommitOpt = Annotated[Optional[str], typer.Option("--commit", help="Read this commit or branch (default HEAD).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON.")]
+
+
+def set_repo_option(repo: Path | None) -> None:
+    _state["repo"] = repo
+
+
+def open_repo() -> Repo:
+    """The repository named by ``--repo``/``KB_REPO``, or found from the working directory."""
+    from kb.repo import open_repo as find
+
+    return find(_state["repo"])
+
+
+def echo(text: str) -> None:
+    typer.echo(text)
+
+
+def print_json(data: Any, indent: int | None = 2) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, sort_keys=True, indent=indent))
+
+
+def parse_cutoffs(text: str) -> list[int]:
+    """``--k 5,10`` -> [5, 10]: positive, sorted, distinct."""
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise UsageError(f"invalid --k {text!r}", hint="use a number or a comma-separated list, e.g. --k 10,100") from None
+    if not values or values[0] < 1:
+        raise UsageError(f"invalid --k {text!r}", hint="cut-offs are positive numbers")
+    return values
+
+
+def progress(stage: str, done: int, total: int) -> None:
+    """Progress of long work on stderr, on a terminal only."""
+    if sys.stderr.isatty():
+        typer.echo(f"\r{stage}: {done}/{total}", err=True, nl=False)
+        if done >= total:
+            typer.echo("", err=True)

@@ -1,0 +1,84 @@
+"""``kb evidence add|show|list``: the append-only evidence log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kb.cli.common import echo, open_repo
+from kb.errors import UsageError
+
+evidence_app = typer.Typer(help="The append-only evidence log.\n\nExample: kb evidence list", no_args_is_help=True)
+
+
+@evidence_app.command("add")
+def add(
+    files: Annotated[list[Path], typer.Argument(help="Files to add (JSON/JSONL chats, Markdown, text).")],
+    kind: Annotated[str, typer.Option(help="conversation | trajectory | document | tool-output")] = "document",
+    user: Annotated[Optional[str], typer.Option(help="Scope the items to this user (user:<id>); default system.")] = None,
+    source: Annotated[Optional[str], typer.Option(help="Where the material came from (default: file name).")] = None,
+) -> None:
+    """Append files to the evidence log (atomic, deduplicated by content, committed).
+
+    Example: kb evidence add chat.json --kind conversation --user alice
+    """
+    from kb.evidence import add_items
+    from kb.intake import prepare
+    from kb.scopes import user_scope
+
+    repo = open_repo()
+    scope = user_scope(user)
+    items = []
+    for file in files:
+        try:
+            data = file.read_bytes()
+        except FileNotFoundError:
+            raise UsageError(f"{file}: no such file") from None
+        except IsADirectoryError:
+            raise UsageError(f"{file}: is a folder; pass files") from None
+        items.append(prepare(data, file.name, kind, scope, source or file.name))
+    result = add_items(repo, items)
+    for entry in result.added:
+        echo(f"added {entry.id}  {entry.kind}  {entry.scope}  {entry.lines} lines  {entry.path}")
+    for dup in result.duplicates:
+        echo(f"skipped {dup}  (already in the log)")
+
+
+@evidence_app.command("show")
+def show(
+    evidence_id: Annotated[str, typer.Argument(metavar="ID", help="Evidence id (ev-...), optionally with #L3-L5.")],
+    lines: Annotated[Optional[str], typer.Option(help="Line range A-B.")] = None,
+) -> None:
+    """Print an evidence item with line numbers.
+
+    Example: kb evidence show ev-9f2c4e1ab07d3c55 --lines 3-5
+    """
+    from kb.evidence import show_item
+
+    view = show_item(open_repo(), evidence_id, lines)
+    entry = view.entry
+    echo(f"# {entry.id}  {entry.kind}  {entry.scope}  added {entry.added_at}  source {entry.source}")
+    for number, text in view.lines:
+        echo(f"{number:>5}  {text}")
+
+
+@evidence_app.command("list")
+def list_items(
+    user: Annotated[Optional[str], typer.Option(help="Only this user's items.")] = None,
+    kind: Annotated[Optional[str], typer.Option(help="Only this kind.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
+) -> None:
+    """List evidence items in ledger order.
+
+    Example: kb evidence list --user alice
+    """
+    from kb.evidence import list_entries
+
+    for entry in list_entries(open_repo(), user, kind):
+        if as_json:
+            echo(json.dumps(entry.payload() | {"hash": entry.hash}, sort_keys=True, ensure_ascii=False))
+        else:
+            echo(f"{entry.id}  {entry.kind:<12} {entry.scope:<16} {entry.lines:>5} lines  {entry.added_at}  {entry.source}")

@@ -1,0 +1,105 @@
+"""``kb propose|review|merge|run``: the change loop (thin wrappers over ``pipeline``)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from kb.cli.common import echo, open_repo
+from kb.errors import EXIT_FINDINGS
+
+if TYPE_CHECKING:
+    from pipeline.review import ReviewResult
+
+EvidenceOpt = Annotated[Optional[list[str]], typer.Option("--evidence", help="Evidence ids (repeatable).")]
+SinceOpt = Annotated[Optional[str], typer.Option(help="Evidence added after this commit.")]
+NoIndexOpt = Annotated[bool, typer.Option("--no-index", help="Skip the incremental index build after merging.")]
+
+
+def _print_review(review: ReviewResult, as_json: bool) -> None:
+    if as_json:
+        echo(json.dumps(review.record.to_json(), indent=2, sort_keys=True, ensure_ascii=False))
+        return
+    echo(f"{review.branch} @ {review.head[:10]}: {review.verdict} by {review.record.reviewer_model} ({review.record.reviewer_family})")
+    echo(f"  {review.summary}")
+    for c in review.comments:
+        ref = f"  [{c.evidence}]" if c.evidence else ""
+        echo(f"  {c.path}:{c.line}: {c.message}{ref}")
+
+
+def propose(evidence: EvidenceOpt = None, since: SinceOpt = None) -> None:
+    """Write a change for new evidence on a work branch kb/<slug> (default: unprocessed evidence).
+
+    Example: kb propose --evidence ev-5e807233ce749f70
+    """
+    from pipeline.propose import propose as run
+
+    proposal = run(open_repo(), evidence or None, since)
+    if proposal.head is None:
+        echo(f"nothing proposed: {'; '.join(proposal.notes)}")
+        return
+    echo(f"branch {proposal.branch} @ {proposal.head[:10]} (base {proposal.base[:10]}) by {proposal.proposer.model}")
+    echo(f"  evidence: {', '.join(proposal.evidence_ids)}")
+    echo(f"  {proposal.claims} new claim(s), {proposal.closed} older claim(s) closed, {len(proposal.files)} file(s):")
+    for path in proposal.files:
+        echo(f"    {path}")
+
+
+def review(
+    branch: Annotated[str, typer.Argument(help="Work branch, e.g. kb/20250618-alice-5e8072.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the review record as JSON.")] = False,
+) -> None:
+    """Run the gate and the Reviewer on the branch head; record the verdict as a git note.
+
+    Exit 0 on approve, 1 on request_changes. Example: kb review kb/20250618-alice-5e8072
+    """
+    from pipeline.review import review_branch
+
+    result = review_branch(open_repo(), branch)
+    _print_review(result, as_json)
+    if result.verdict != "approve":
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def merge(
+    branch: Annotated[str, typer.Argument(help="Approved work branch.")],
+    no_index: NoIndexOpt = False,
+) -> None:
+    """Merge an approved branch (checks green, approval of the exact head by another family).
+
+    Example: kb merge kb/20250618-alice-5e8072
+    """
+    from pipeline.merge import merge_branch
+
+    result = merge_branch(open_repo(), branch, build_index=not no_index)
+    echo(f"merged {result.branch} as {result.commit[:10]}; review record {result.record_path}")
+    if result.index is not None:
+        echo(f"index: {result.index.summary()}")
+
+
+def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexOpt = False) -> None:
+    """Propose, check, review and revise until approved (then merge) or out of budget.
+
+    A branch that does not converge is left unmerged and marked needs-human (exit 1).
+    Example: kb run
+    """
+    from pipeline.loop import run_loop
+
+    result = run_loop(open_repo(), evidence or None, since, build_index=not no_index)
+    if result.proposal.head is None:
+        echo("nothing to do: no claims could be proposed from the new evidence")
+        return
+    echo(f"proposed {result.proposal.branch}: {result.proposal.claims} claim(s), {result.proposal.closed} closed, {len(result.proposal.files)} file(s)")
+    for r in result.reviews:
+        echo(f"round {r.record.round}: {r.verdict} by {r.record.reviewer_model} ({len(r.comments)} comment(s))")
+        for c in r.comments[:10]:
+            echo(f"    {c.path}:{c.line}: {c.message}")
+    if result.merge is not None:
+        echo(f"merged as {result.merge.commit[:10]}; review record {result.merge.record_path}")
+        if result.merge.index is not None:
+            echo(f"index: {result.merge.index.summary()}")
+    else:
+        echo(f"needs-human: {result.reason}; branch {result.proposal.branch} left unmerged")
+        raise typer.Exit(EXIT_FINDINGS)

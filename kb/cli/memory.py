@@ -1,0 +1,84 @@
+"""``kb memory ingest|show|context``: per-user memory, sessions in, cited memory out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kb.cli.common import echo, open_repo, print_json
+from kb.errors import EXIT_FINDINGS
+
+memory_app = typer.Typer(help="Per-user memory: sessions in, cited memory out.\n\nExample: kb memory ingest --user alice chats/*.json", no_args_is_help=True)
+
+
+@memory_app.command("ingest")
+def ingest(
+    sessions: Annotated[list[Path], typer.Argument(help="Session files: chat .json/.jsonl, LoCoMo .json, case .yaml.")],
+    user: Annotated[str, typer.Option(help="The user whose memory this is (users/<id>/).")],
+    sample: Annotated[Optional[str], typer.Option(help="LoCoMo: which conversation of the file (index or sample_id).")] = None,
+    speaker: Annotated[Optional[str], typer.Option(help="Which speaker is the user (default: 'user', or the speaker named like --user).")] = None,
+    no_index: Annotated[bool, typer.Option("--no-index", help="Skip the index build after merging.")] = False,
+) -> None:
+    """Store sessions as dated evidence (in date order, skipping known ones), then run one
+    reviewed proposal for users/<id>/.
+
+    Example: kb memory ingest --user alice session-1.json session-2.json
+    """
+    from pipeline.memory import ingest as run
+
+    result = run(open_repo(), user, sessions, sample, speaker, build_index=not no_index)
+    for warning in result.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    echo(f"{result.sessions} session(s): {len(result.added)} new, {len(result.skipped)} already ingested")
+    loop = result.run
+    if loop is None:
+        return
+    echo(f"proposal {loop.proposal.branch}: {loop.proposal.claims} claim(s), {loop.proposal.closed} closed")
+    if loop.merge is not None:
+        echo(f"merged as {loop.merge.commit[:10]} after {len(loop.reviews)} review round(s)")
+    else:
+        echo(f"needs-human: {loop.reason}; branch {loop.proposal.branch} left unmerged")
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+@memory_app.command("show")
+def show(
+    user: Annotated[str, typer.Option(help="The user.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Header fields and typed facts as JSON.")] = False,
+) -> None:
+    """Print a user's profile page (from HEAD).
+
+    Example: kb memory show --user alice
+    """
+    from kb.memory_context import read_profile
+
+    profile = read_profile(open_repo(), user)
+    if as_json:
+        print_json(profile.meta)
+    else:
+        echo(profile.text.rstrip("\n"))
+
+
+@memory_app.command("context")
+def context(
+    question: Annotated[str, typer.Argument(help="The user's question.")],
+    user: Annotated[str, typer.Option(help="The user.")],
+    budget: Annotated[int, typer.Option(help="Token budget of the whole context (tiktoken cl100k_base).")] = 2000,
+    variant: Annotated[str, typer.Option(help="both (memory pages and raw evidence) | pages | raw")] = "both",
+    as_json: Annotated[bool, typer.Option("--json", help="Items with sources, dates, citations and token counts.")] = False,
+) -> None:
+    """Build the prompt context for a user's question: profile first, then relevant memory and
+    evidence, labelled with sources, marked as data, within the budget.
+
+    Example: kb memory context --user alice "Which seat should I book?" --budget 1500
+    """
+    from kb.memory_context import build_context
+
+    result = build_context(open_repo(), user, question, budget, variant)
+    if as_json:
+        echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, sort_keys=True))
+    else:
+        echo(result.text())

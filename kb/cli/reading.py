@@ -1,0 +1,119 @@
+"""``kb search``, ``kb read`` and ``kb grep``: finding and reading pages, scoped to a principal."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from kb.cli.common import AsOpt, CommitOpt, JsonOpt, echo, open_repo, print_json, progress
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    principal: AsOpt = "system",
+    k: Annotated[int, typer.Option("--k", help="Number of pages (and of evidence hits).")] = 10,
+    at: Annotated[Optional[str], typer.Option("--at", help="Only pages valid on this date (YYYY-MM-DD).")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | dense")] = "hybrid",
+    include_evidence: Annotated[bool, typer.Option("--include-evidence", help="Also search raw evidence.")] = False,
+    include_deprecated: Annotated[bool, typer.Option("--include-deprecated", help="Include deprecated pages.")] = False,
+    commit: Annotated[
+        Optional[str],
+        typer.Option("--commit", help="Search the repository as it was at this commit or branch (a point-in-time index is built on first use)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the served index: pages with section, lines and L0 (hybrid BM25 + dense).
+
+    With --commit, search as of that commit: the served index if it serves that commit, else a
+    point-in-time index under .kb/index/at/ built on first use from the served one plus the
+    chunks that differ (the served index is not changed).
+
+    Example: kb search "travel preferences" --as user:alice --k 5
+    """
+    from kb.retrieval.search import make_query, open_searcher
+
+    q = make_query(query, principal, k, at, mode, include_evidence, include_deprecated)
+    searcher = open_searcher(open_repo(), commit, progress)
+    hits = searcher.search(q)
+    if as_json:
+        print_json({"query": q.text, "principal": principal, "mode": mode, "commit": searcher.manifest.source_commit, "hits": [h.to_dict() for h in hits]})
+        return
+    if not hits:
+        echo("no results")
+    for n, hit in enumerate(hits, 1):
+        ranks = ", ".join(f"{name} #{rank}" for name, rank in sorted(hit.ranks.items()))
+        where = f"{hit.id}#{hit.anchor}" if hit.anchor else hit.id
+        echo(f"{n:>2}. [{hit.kind}] {where}  L{hit.line_start}-{hit.line_end}  score {hit.score:.4f} ({ranks})")
+        if hit.kind == "page":
+            echo(f"    {hit.title}: {hit.summary}")
+        else:
+            echo(f"    {hit.title}: {hit.text.splitlines()[0][:160] if hit.text else ''}")
+
+
+def read(
+    page: Annotated[str, typer.Argument(help="Page id or path, e.g. knowledge/acme or users/alice/travel.md.")],
+    level: Annotated[str, typer.Option("--level", help="L0 (summary + outline) | L1 (+ overview) | L2 (whole page).")] = "L0",
+    section: Annotated[Optional[str], typer.Option("--section", help="Read this section (anchor) instead of a level.")] = None,
+    cursor: Annotated[Optional[str], typer.Option("--cursor", help="Continue where the previous read stopped.")] = None,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Bound on the text returned.")] = 1000,
+    principal: AsOpt = "system",
+    commit: CommitOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read a page progressively: L0 with an outline of sections (anchors, token sizes), then
+    L1/L2 or one section, in bounded pieces with a cursor.
+
+    Example: kb read knowledge/acme --section finances
+    """
+    from kb.retrieval.reading import read_page, read_section
+
+    repo = open_repo()
+    if section is not None:
+        view = read_section(repo, page, section, principal, commit, cursor, max_tokens)
+    else:
+        view = read_page(repo, page, principal, commit, level, cursor, max_tokens)
+    if as_json:
+        print_json(view.to_dict())
+        return
+    validity = f"  valid {view.valid_from or '...'} to {view.valid_to or '...'}" if view.valid_from or view.valid_to else ""
+    echo(f"{view.title}  ({view.id}, {view.type}, {view.status}, {view.scope}{validity}, {view.tokens} tokens)")
+    echo(f"L0: {view.summary}")
+    if view.level in ("L0", "L1"):
+        echo("outline:")
+        for entry in view.outline:
+            echo(f"  {'  ' * (entry.level - 1)}{entry.title}  #{entry.anchor}  L{entry.line}-{entry.end_line}  {entry.tokens} tokens")
+    if view.text:
+        label = f"#{view.anchor}" if view.anchor else view.level
+        echo(f"--- {label} L{view.line_start}-{view.line_end}")
+        echo(view.text)
+    if view.next_cursor:
+        echo(f"--- more: --cursor {view.next_cursor}")
+
+
+def grep(
+    pattern: Annotated[str, typer.Argument(help="Text to find (literal unless --regex).")],
+    page: Annotated[Optional[str], typer.Option("--page", help="Only this page.")] = None,
+    regex: Annotated[bool, typer.Option("--regex", help="PATTERN is a Python regular expression.")] = False,
+    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Case-insensitive.")] = False,
+    principal: AsOpt = "system",
+    commit: CommitOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find lines in pages: each hit with page, section anchor and line.
+
+    Example: kb grep "window seat" --as user:alice
+    """
+    from kb.retrieval.reading import grep as find_lines
+
+    result = find_lines(open_repo(), pattern, principal, commit, page, regex, ignore_case)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    if not result.hits:
+        echo("no matches")
+    for hit in result.hits:
+        where = f"#{hit.anchor}" if hit.anchor else ""
+        echo(f"{hit.path}:{hit.line}  {hit.page}{where}  {hit.text.strip()}")
+    if result.truncated:
+        echo(f"(stopped after {len(result.hits)} matches; narrow the pattern or use --page)")

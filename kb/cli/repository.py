@@ -1,0 +1,47 @@
+"""``kb init`` and ``kb check``: creating a repository and validating it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kb.cli.common import echo, open_repo
+from kb.errors import EXIT_FINDINGS, UsageError
+
+
+def init(
+    path: Annotated[Path, typer.Argument(help="Folder to create the repository in.")] = Path("."),
+    name: Annotated[Optional[str], typer.Option(help="Repository name (default: folder name).")] = None,
+) -> None:
+    """Create a knowledge repository: config, evidence/, knowledge/index.md, users/, first commit.
+
+    Example: kb init my-kb
+    """
+    from kb.scaffold import init_repository
+
+    repo = init_repository(path, name)
+    echo(f"initialised kb repository in {repo.root}")
+
+
+def check(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Only these pages or evidence files (default: the whole repository).")] = None,
+    changed_only: Annotated[bool, typer.Option("--changed-only", help="Check only what changed since --base (default HEAD).")] = False,
+    base: Annotated[Optional[str], typer.Option(help="Base commit: evidence must be append-only against it.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text | json | github")] = "text",
+) -> None:
+    """Validate pages, links, indexes, budgets, citations, evidence and secrets.
+
+    Exit 0 when clean, 1 when there are errors. Example: kb check --changed-only --base main
+    """
+    from ci.findings import render_github, render_json, render_text
+    from ci.run import run_checks
+
+    renderers = {"text": render_text, "json": render_json, "github": render_github}
+    if fmt not in renderers:
+        raise UsageError(f"unknown format {fmt!r}", hint="use text, json or github")
+    report = run_checks(open_repo(), changed_only=changed_only, base=base, paths=[str(p) for p in paths] if paths else None)
+    echo(renderers[fmt](report.findings, report.checked))
+    if not report.ok:
+        raise typer.Exit(EXIT_FINDINGS)

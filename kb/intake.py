@@ -1,0 +1,188 @@
+"""Intake: raw material in the forms people have it, normalised to the stored form of evidence.
+
+A conversation (JSON list, ``{messages: [...]}``, OpenAI chat format, JSONL) becomes one message
+per line (``[time] speaker: text``, continuation lines indented); a document stays its own text;
+tool output in JSON is pretty-printed. ``prepare`` is pure: the evidence log (``kb.evidence``)
+appends what it returns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kb.errors import FormatError, UsageError
+from kb.ids import evidence_id
+from kb.secrets import find_secrets
+
+KINDS = ("conversation", "trajectory", "document", "tool-output")
+
+
+@dataclass(frozen=True)
+class Message:
+    speaker: str
+    text: str
+    time: str | None = None
+    turn_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PreparedItem:
+    """Normalised content ready to append (the pure half of ``add``)."""
+
+    id: str
+    kind: str
+    scope: str
+    content: str
+    source: str
+    meta: dict[str, Any]
+
+
+def _text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # OpenAI content parts
+        parts = []
+        for part in content:
+            if isinstance(part, dict):
+                parts.append(str(part.get("text") or part.get("content") or ""))
+            else:
+                parts.append(str(part))
+        return "\n".join(p for p in parts if p)
+    return json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+
+def message_from_dict(raw: dict[str, Any], where: str) -> Message:
+    speaker = raw.get("speaker") or raw.get("role") or raw.get("name") or raw.get("from")
+    text = raw.get("content", raw.get("text", raw.get("message")))
+    if text is None and raw.get("tool_calls"):
+        calls = [c.get("function", c) for c in raw["tool_calls"] if isinstance(c, dict)]
+        text = "; ".join(f"call {c.get('name')}({c.get('arguments', '')})" for c in calls)
+    if speaker is None or text is None:
+        raise FormatError(f"{where}: a message needs a role (or speaker) and content (or text)")
+    time = raw.get("timestamp") or raw.get("time") or raw.get("date") or raw.get("created_at")
+    turn = raw.get("id") or raw.get("dia_id") or raw.get("turn_id")
+    if raw.get("name") and raw.get("role") and raw["name"] != raw["role"]:
+        speaker = f"{raw['role']} ({raw['name']})"
+    return Message(str(speaker), _text_of(text), str(time) if time is not None else None, str(turn) if turn is not None else None)
+
+
+def parse_messages(text: str, name: str) -> list[Message]:
+    """Messages from JSON (a list, or an object with ``messages``) or JSONL (one per line)."""
+    stripped = text.strip()
+    if not stripped:
+        raise FormatError(f"{name}: empty conversation", hint="the file has no messages")
+    if stripped.startswith("["):
+        data = _json(stripped, name)
+    elif stripped.startswith("{") and "\n" in stripped and _looks_like_jsonl(stripped):
+        data = [_json(line, f"{name}:{n}") for n, line in enumerate(stripped.splitlines(), 1) if line.strip()]
+    else:
+        data = _json(stripped, name)
+        if isinstance(data, dict):
+            data = data.get("messages", data.get("conversation"))
+    if not isinstance(data, list):
+        raise FormatError(f"{name}: expected a list of messages or an object with `messages`")
+    messages = []
+    for n, raw in enumerate(data, 1):
+        if not isinstance(raw, dict):
+            raise FormatError(f"{name}: message {n} is not an object")
+        messages.append(message_from_dict(raw, f"{name}: message {n}"))
+    if not messages:
+        raise FormatError(f"{name}: empty conversation", hint="the file has no messages")
+    return messages
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    first = text.splitlines()[0].strip()
+    try:
+        json.loads(first)
+        return True
+    except json.JSONDecodeError:
+        return False
+
+
+def _json(text: str, name: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint="fix the file or pass a Markdown/text file") from None
+
+
+def render_messages(messages: Iterable[Message]) -> str:
+    """One message per line block; continuation lines are indented so they never look like turns."""
+    out = []
+    for msg in messages:
+        head = f"[{msg.time}] " if msg.time else ""
+        who = f"{msg.speaker} ({msg.turn_id})" if msg.turn_id else msg.speaker
+        lines = msg.text.replace("\r\n", "\n").replace("\r", "\n").strip("\n").split("\n") or [""]
+        out.append(f"{head}{who}: {lines[0]}".rstrip())
+        out.extend(("    " + line).rstrip() for line in lines[1:])
+    return "\n".join(out) + "\n"
+
+
+def normalise_text(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text if text.endswith("\n") else text + "\n"
+
+
+def prepare_messages(messages: list[Message], source: str, scope: str, meta: dict[str, Any] | None = None, kind: str = "conversation") -> PreparedItem:
+    """A conversation already read into messages (e.g. one session of a LoCoMo file)."""
+    if not messages:
+        raise FormatError(f"{source}: empty conversation", hint="the session has no messages")
+    content = render_messages(messages)
+    meta = dict(meta or {})
+    times = sorted(m.time for m in messages if m.time)
+    if times:
+        meta.setdefault("first_time", times[0])
+        meta.setdefault("last_time", times[-1])
+    meta.setdefault("messages", len(messages))
+    hits = find_secrets(content)
+    if hits:
+        raise FormatError(f"{source}: contains what looks like a secret ({hits[0].kind}) at stored line {hits[0].line}", hint="evidence is permanent: redact the secret before adding it")
+    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
+
+
+def prepare(
+    data: bytes,
+    name: str,
+    kind: str,
+    scope: str,
+    source: str = "",
+    meta: dict[str, Any] | None = None,
+) -> PreparedItem:
+    """Decode and normalise one input into its stored form. Pure: no effects."""
+    if kind not in KINDS:
+        raise UsageError(f"unknown evidence kind {kind!r}", hint=f"use one of: {', '.join(KINDS)}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})", hint="convert the file to UTF-8") from None
+    suffix = Path(name).suffix.lower()
+    meta = dict(meta or {})
+    if kind in ("conversation", "trajectory") and suffix in (".json", ".jsonl"):
+        messages = parse_messages(text, name)
+        content = render_messages(messages)
+        times = sorted(m.time for m in messages if m.time)
+        if times:
+            meta.setdefault("first_time", times[0])
+            meta.setdefault("last_time", times[-1])
+        meta.setdefault("messages", len(messages))
+    elif kind == "tool-output" and suffix == ".json":
+        content = normalise_text(json.dumps(_json(text, name), indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        if not text.strip():
+            raise FormatError(f"{name}: empty file", hint="nothing to add")
+        content = normalise_text(text)
+    hits = find_secrets(content)
+    if hits:
+        hit = hits[0]
+        raise FormatError(
+            f"{name}: contains what looks like a secret ({hit.kind}) at stored line {hit.line}",
+            hint="evidence is permanent: redact the secret before adding the file",
+        )
+    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source or name, meta)

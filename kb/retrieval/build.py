@@ -1,0 +1,377 @@
+"""Building the serving indexes (Whoosh BM25F + FAISS vectors) from one commit, and their status.
+
+Everything lives under ``.kb/index/`` (git-ignored): one folder per version under ``versions/``
+and a ``CURRENT`` file naming the version that serves. A build reads pages (``knowledge/``,
+``users/``) and evidence (the ledger and its blobs) from git objects of one commit, never the
+working tree; plans with ``kb.retrieval.manifest.plan_build``; writes the new version into a temporary
+folder (copying the previous text index and patching it, reusing stored vectors for unchanged
+content hashes); renames the folder into place, replaces ``CURRENT`` atomically and only then
+removes versions older than the previous one. A build killed at any point leaves ``CURRENT``
+and the version it names untouched. Builds run under the repository's ``index`` lock.
+
+Files of a version: ``manifest.json`` (written last), ``docs.json`` (one record per page or
+evidence item: scope, status, validity), ``rows.npz`` (per chunk row: doc, lines),
+``chunks.jsonl`` + ``offsets.npy`` (chunk text, read lazily), ``vectors.npy`` (rows x dim),
+``whoosh/`` and ``whoosh_rows.npy`` (Whoosh document number -> row), ``bm25.npz`` (the
+Whoosh postings exported for numpy scoring, ``kb.retrieval.bm25``).
+
+Point-in-time indexes (``kb search --commit``) live under ``at/<commit id>/``, each a store of
+the same shape, built on first use from the serving version plus the chunks that differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.clock import iso_utc
+from kb.config import Config, config_hash
+from kb.errors import IndexMissingError, NotFoundError
+from kb.repo import Repo
+from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
+from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache
+from kb.retrieval.embedder import Embedder, embed_all, make_embedder
+from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
+from kb.retrieval.store import AT_DIR, AT_KEEP, IndexStore, index_store, point_in_time_commits, prune_point_in_time
+
+TEXT_FIELDS = ("title", "headings", "summary", "body")
+INDEX_FORMAT = 2  # the files of a version; 2 added bm25.npz. A change forces a full rebuild.
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    commit: str
+    version: str
+    full: bool
+    reason: str
+    unchanged: bool
+    pages: int
+    evidence: int
+    chunks: int
+    embedded: int  # texts embedded by this build (unchanged content reuses stored vectors)
+    reused: int
+    removed: int  # chunk ids removed from the text index
+    added: int  # chunk ids added to the text index
+    seconds: float
+    embed_seconds: float
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["skipped"] = [list(s) for s in self.skipped]
+        return data
+
+    def summary(self) -> str:
+        """One line for people: what was built and how (``kb index build``, ``merge``, ``run``)."""
+        if self.unchanged:
+            return f"index already serves {self.commit[:12]} ({self.version}); nothing to do"
+        how = f"full rebuild ({self.reason})" if self.full else "incremental"
+        return (
+            f"built {self.version} from {self.commit[:12]}: {self.pages} pages, {self.evidence} evidence items, "
+            f"{self.chunks} chunks; {how}: embedded {self.embedded}, reused {self.reused}, "
+            f"removed {self.removed}, added {self.added} in {self.seconds:.1f}s"
+        )
+
+
+# ---- reading a commit ---------------------------------------------------------------------
+
+
+def build_key(config: Config, embedder_identity: str) -> dict[str, Any]:
+    from kb.retrieval.analyzer import ANALYZER_VERSION
+
+    r = config.retrieval
+    return {
+        "format": INDEX_FORMAT,
+        "embedder": embedder_identity,
+        "chunker": CHUNKER_VERSION,
+        "analyzer": ANALYZER_VERSION,
+        "chunk_tokens": r.chunk_tokens,
+        "chunk_overlap": r.chunk_overlap,
+    }
+
+
+# ---- writing a version --------------------------------------------------------------------
+
+
+def _schema() -> Any:
+    from whoosh.fields import ID, TEXT, Schema
+
+    from kb.retrieval.analyzer import make_analyzer
+
+    analyzer = make_analyzer()
+    text = {name: TEXT(analyzer=analyzer, phrase=False) for name in TEXT_FIELDS}
+    return Schema(cid=ID(stored=True, unique=True), **text)
+
+
+def _whoosh_fields(chunk: Chunk) -> dict[str, str]:
+    return {"cid": chunk.id, "title": chunk.title, "headings": " ".join(chunk.headings), "summary": chunk.summary, "body": chunk.body}
+
+
+def _write_whoosh(folder: Path, old_folder: Path | None, plan: BuildPlan, by_id: dict[str, Chunk]) -> None:
+    from whoosh import index as windex
+
+    if old_folder is not None and not plan.full:
+        shutil.copytree(old_folder, folder)
+        ix = windex.open_dir(str(folder))
+    else:
+        folder.mkdir()
+        ix = windex.create_in(str(folder), _schema())
+    writer = ix.writer(procs=1, limitmb=256, multisegment=False)
+    try:
+        for chunk_id in plan.delete:
+            writer.delete_by_term("cid", chunk_id)
+        for chunk_id in plan.add:
+            writer.add_document(**_whoosh_fields(by_id[chunk_id]))
+    except BaseException:
+        writer.cancel()
+        raise
+    # Deleted documents stay in old segments (and in Whoosh's document counts) until a merge:
+    # rewrite everything once they are a fifth of the index.
+    stale = ix.doc_count_all() - ix.doc_count() + len(plan.delete)
+    writer.commit(optimize=stale > 0.2 * max(ix.doc_count_all(), 1))
+    ix.close()
+
+
+def _whoosh_rows(folder: Path, row_of: dict[str, int]) -> Any:
+    """Whoosh document number -> row (-1 for deleted documents)."""
+    import numpy as np
+    from whoosh import index as windex
+
+    ix = windex.open_dir(str(folder))
+    with ix.reader() as reader:
+        out = np.full(reader.doc_count_all(), -1, dtype=np.int32)
+        for docnum, stored in reader.iter_docs():
+            out[docnum] = row_of[stored["cid"]]
+    ix.close()
+    return out
+
+
+def _write_vectors(folder: Path, old_folder: Path | None, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Any, dim: int) -> None:
+    import numpy as np
+
+    vectors = np.zeros((len(ids), dim), dtype=np.float32)
+    fresh_row = {h: i for i, h in enumerate(plan.embed)}
+    old = np.load(old_folder / "vectors.npy", mmap_mode="r") if plan.reuse and old_folder is not None else None
+    take_new = [(row, fresh_row[hashes[cid]]) for row, cid in enumerate(ids) if hashes[cid] in fresh_row]
+    take_old = [(row, plan.reuse[hashes[cid]]) for row, cid in enumerate(ids) if hashes[cid] not in fresh_row]
+    if take_new:
+        rows, src = zip(*take_new)
+        vectors[list(rows)] = fresh[list(src)]
+    if take_old and old is not None:
+        rows, src = zip(*take_old)
+        vectors[list(rows)] = old[list(src)]
+    np.save(folder / "vectors.npy", vectors)
+
+
+def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: dict[str, Chunk]) -> dict[str, int]:
+    import numpy as np
+
+    doc_index = {(d.namespace, d.id): i for i, d in enumerate(docs)}
+    (folder / "docs.json").write_text(json.dumps([vars(d) for d in docs], ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    offsets = np.zeros(len(ids), dtype=np.int64)
+    row_doc = np.zeros(len(ids), dtype=np.int32)
+    lines = np.zeros((len(ids), 2), dtype=np.int32)
+    with open(folder / "chunks.jsonl", "wb") as out:
+        for row, chunk_id in enumerate(ids):
+            chunk = by_id[chunk_id]
+            offsets[row] = out.tell()
+            row_doc[row] = doc_index[(chunk.namespace, chunk.doc)]
+            lines[row] = (chunk.line_start, chunk.line_end)
+            # vars(), not asdict(): the fields are flat, and asdict deep-copies each of them
+            out.write(json.dumps(vars(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
+    np.save(folder / "offsets.npy", offsets)
+    np.savez(folder / "rows.npz", doc=row_doc, lines=lines)
+    return {"pages": sum(d.namespace == PAGE for d in docs), "evidence": sum(d.namespace == EVIDENCE for d in docs), "chunks": len(ids)}
+
+
+@dataclass
+class _Timer:
+    embed: float = 0.0
+    start: float = field(default_factory=time.perf_counter)
+
+
+def build_corpus(
+    store: IndexStore,
+    corpus: Corpus,
+    embedder: Embedder,
+    key: dict[str, Any],
+    cfg_hash: str,
+    source: str,
+    full: bool = False,
+    progress: Progress | None = None,
+    base: IndexStore | None = None,
+) -> BuildResult:
+    """Write a new version for ``corpus`` next to the serving one and switch to it.
+
+    Unchanged chunks are taken from ``base``'s serving version (default: ``store``'s own), so a
+    point-in-time store can reuse the embeddings of the main one.
+    """
+    timer = _Timer()
+    by_id = {c.id: c for c in corpus.chunks}
+    hashes = {cid: c.content_hash for cid, c in by_id.items()}
+    base = base or store
+    old = base.current_manifest()
+    old_folder = base.versions / base.current() if old is not None and base.current() else None
+    plan = plan_build(old, hashes, key, full)
+    if base is store and old is not None and not plan.full and old.source_commit == source and not plan.changed:
+        return _result(source, store.current() or "", plan, corpus, timer, unchanged=True)
+    text_of = {c.content_hash: c.text for c in corpus.chunks}
+    name, tmp = store.new_tmp(source)
+    t0 = time.perf_counter()
+    stage = (lambda done, total: progress("embed", done, total)) if progress else None
+    fresh = embed_all(embedder, [text_of[h] for h in plan.embed], stage)
+    timer.embed = time.perf_counter() - t0
+    ids = sorted(by_id)
+    dim = int(fresh.shape[1]) if len(plan.embed) else embedder.dim
+    _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
+    if progress:
+        progress("text index", 0, len(plan.add))
+    _write_whoosh(tmp / "whoosh", old_folder / "whoosh" if old_folder else None, plan, by_id)
+    import numpy as np
+
+    from kb.retrieval.bm25 import BM25_FILE, export_bm25
+
+    whoosh_rows = _whoosh_rows(tmp / "whoosh", {cid: row for row, cid in enumerate(ids)})
+    np.save(tmp / "whoosh_rows.npy", whoosh_rows)
+    export_bm25(tmp / "whoosh", whoosh_rows, len(ids), TEXT_FIELDS, tmp / BM25_FILE)
+    counts = _write_tables(tmp, corpus.docs, ids, by_id)
+    manifest = Manifest(source, cfg_hash, dict(key), hashes, iso_utc(), counts)
+    (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
+    previous = store.switch(name, tmp)
+    store.collect_garbage([name, previous])
+    return _result(source, name, plan, corpus, timer, unchanged=False)
+
+
+def _result(source: str, version: str, plan: BuildPlan, corpus: Corpus, timer: _Timer, unchanged: bool) -> BuildResult:
+    return BuildResult(
+        commit=source,
+        version=version,
+        full=plan.full and not unchanged,
+        reason=plan.reason if not unchanged else "the served version already matches",
+        unchanged=unchanged,
+        pages=sum(d.namespace == PAGE for d in corpus.docs),
+        evidence=sum(d.namespace == EVIDENCE for d in corpus.docs),
+        chunks=len(corpus.chunks),
+        embedded=0 if unchanged else len(plan.embed),
+        reused=0 if unchanged else len(plan.reuse),
+        removed=0 if unchanged else len(plan.delete),
+        added=0 if unchanged else len(plan.add),
+        seconds=round(time.perf_counter() - timer.start, 3),
+        embed_seconds=round(timer.embed, 3),
+        skipped=corpus.skipped,
+    )
+
+
+def build_index(
+    repo: Repo,
+    commit: str | None = None,
+    full: bool = False,
+    progress: Progress | None = None,
+    embedder: Embedder | None = None,
+) -> BuildResult:
+    """Build (or update) the serving index from ``commit`` (default HEAD), under the lock."""
+    config = repo.config
+    target = repo.resolve(commit) if commit else repo.head()
+    if target is None:
+        raise NotFoundError("the repository has no commits yet", hint="commit something first")
+    embedder = embedder or make_embedder(config.retrieval.embedder)
+    with repo.lock("index"):
+        r = config.retrieval
+        store = index_store(repo)
+        key = build_key(config, embedder.identity)
+        old = store.current_manifest()
+        reusable = old is not None and old.build_key == key and not full
+        cache = load_source_cache(store.current_path()) if reusable else None
+        corpus = collect_corpus(repo, target, r.chunk_tokens, r.chunk_overlap, cache)
+        return build_corpus(store, corpus, embedder, key, config_hash(config, "retrieval"), str(target.id), full, progress)
+
+
+# ---- point-in-time indexes ------------------------------------------------------------------
+
+
+def index_at(repo: Repo, commit: str, progress: Progress | None = None, embedder: Embedder | None = None) -> tuple[Path, BuildResult | None]:
+    """The folder of an index version built from ``commit``, and the build if one was needed.
+
+    When the serving index serves that commit, its folder. Otherwise a point-in-time index under
+    ``.kb/index/at/<commit id>/``, built on first use from the commit's git objects and reusing
+    the serving version's chunks and embeddings by content hash (only chunks that differ are
+    embedded). The serving version is never touched; the ``AT_KEEP`` most recently used
+    point-in-time indexes are kept.
+    """
+    config = repo.config
+    commit_obj = repo.resolve(commit)
+    target = str(commit_obj.id)
+    embedder = embedder or make_embedder(config.retrieval.embedder)
+    key = build_key(config, embedder.identity)
+    serving = index_store(repo)
+    manifest = serving.current_manifest()
+    if manifest is not None and manifest.source_commit == target and manifest.build_key == key:
+        return serving.current_path(), None
+    at = IndexStore(serving.root / AT_DIR / target)
+    found = at.current_manifest()
+    if found is not None and found.build_key == key:
+        os.utime(at.root)  # most recently used
+        return at.current_path(), None
+    r = config.retrieval
+    with repo.lock("index"):
+        found = at.current_manifest()  # another process may have built it meanwhile
+        if found is not None and found.build_key == key:
+            return at.current_path(), None
+        reusable = manifest is not None and manifest.build_key == key
+        cache = load_source_cache(serving.current_path()) if reusable else None
+        corpus = collect_corpus(repo, commit_obj, r.chunk_tokens, r.chunk_overlap, cache)
+        result = build_corpus(at, corpus, embedder, key, config_hash(config, "retrieval"), target, progress=progress, base=serving)
+        os.utime(at.root)
+        prune_point_in_time(serving, AT_KEEP)
+    return at.current_path(), result
+
+
+# ---- status -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    served_commit: str | None
+    version: str | None
+    built_at: str
+    head: str | None
+    behind: int | None  # commits on HEAD that the served commit lacks
+    ahead: int | None  # commits in the served commit that HEAD lacks (built from another branch)
+    counts: dict[str, int]
+    embedder: str
+    config_matches: bool  # False: built with other retrieval settings; rebuild to apply them
+    problem: str = ""
+    point_in_time: tuple[str, ...] = ()  # commits with a point-in-time index (kb search --commit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def index_status(repo: Repo) -> IndexStatus:
+    store = index_store(repo)
+    head = repo.head()
+    head_id = str(head.id) if head is not None else None
+    try:
+        manifest = load_manifest(store.current_path() / MANIFEST_FILE)
+    except IndexMissingError as exc:
+        return IndexStatus(None, store.current(), "", head_id, None, None, {}, "", False, exc.message)
+    ahead = behind = None
+    if head is not None:
+        import pygit2
+
+        try:
+            ahead_n, behind_n = repo.git.ahead_behind(head.id, pygit2.Oid(hex=manifest.source_commit))
+            behind, ahead = int(ahead_n), int(behind_n)
+        except (KeyError, ValueError, pygit2.GitError):  # the served commit may be gone (gc'd)
+            ahead = behind = None
+    embedder = make_embedder(repo.config.retrieval.embedder)
+    matches = manifest.build_key == build_key(repo.config, embedder.identity)
+    return IndexStatus(manifest.source_commit, store.current(), manifest.built_at, head_id, behind, ahead, manifest.counts, manifest.embedder, matches, point_in_time=tuple(point_in_time_commits(store)))

@@ -1,0 +1,144 @@
+"""The corpus of one commit: its pages and evidence items as retrievable documents and chunks.
+
+Reads git objects only, never the working tree. A source cache (from the previous version) maps
+each source blob to the documents and chunks already made from it, so that only new blobs are
+parsed and chunked.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kb.errors import FormatError
+from kb.evidence import LEDGER_PATH, ledger_at
+from kb.page import Page, page_id_for_path, parse_page
+from kb.repo import Repo
+from kb.retrieval.chunking import EVIDENCE, PAGE, Chunk, chunk_evidence, chunk_page
+from kb.scopes import PAGE_FOLDERS, scope_for_path
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A retrievable document: a page, or an evidence item (its own namespace)."""
+
+    id: str
+    namespace: str
+    path: str
+    title: str
+    summary: str = ""
+    scope: str = "system"
+    status: str = "active"
+    valid_from: str = ""
+    valid_to: str = ""
+    kind: str = ""
+    source: str = ""  # "<path>@<blob id>": the exact input this document and its chunks came from
+
+
+SourceCache = dict[str, tuple[Doc, tuple[Chunk, ...]]]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    docs: tuple[Doc, ...]
+    chunks: tuple[Chunk, ...]
+    skipped: tuple[tuple[str, str], ...] = ()  # (path, reason) of sources that could not be read
+
+
+def _date(value: Any) -> str:
+    return str(value)[:10] if value not in (None, "") else ""
+
+
+def page_doc(page: Page, path: str, source: str = "") -> Doc:
+    return Doc(
+        id=page_id_for_path(path),
+        namespace=PAGE,
+        path=path,
+        title=page.title,
+        summary=page.summary,
+        scope=scope_for_path(path) or "",
+        status=page.status,
+        valid_from=_date(page.meta.get("valid_from")),
+        valid_to=_date(page.meta.get("valid_to")),
+        kind=str(page.meta.get("type") or ""),
+        source=source,
+    )
+
+
+def collect_corpus(repo: Repo, commit: Any, bound: int, overlap: int, cache: SourceCache | None = None) -> Corpus:
+    """Pages and evidence of ``commit``, chunked. Reads git objects only, never the working tree.
+
+    ``cache`` maps a source (path and blob id) to the document and chunks an earlier build made
+    from exactly that blob with the same chunking settings; only new blobs are parsed.
+    """
+    cache = cache or {}
+    docs: list[Doc] = []
+    chunks: list[Chunk] = []
+    skipped: list[tuple[str, str]] = []
+    for path, oid in sorted(repo.tree_files(commit, PAGE_FOLDERS).items()):
+        if not path.endswith(".md") or scope_for_path(path) is None:
+            continue
+        source = f"{path}@{oid}"
+        if source in cache:
+            doc, cached = cache[source]
+            docs.append(doc)
+            chunks.extend(cached)
+            continue
+        try:
+            page = parse_page(repo.read_blob(oid), path)
+        except FormatError as exc:
+            skipped.append((path, exc.message))
+            continue
+        docs.append(page_doc(page, path, source))
+        chunks.extend(chunk_page(page, bound, overlap))
+    docs_ev, chunks_ev, skipped_ev = _collect_evidence(repo, commit, bound, overlap, cache)
+    return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev))
+
+
+def _collect_evidence(repo: Repo, commit: Any, bound: int, overlap: int, cache: SourceCache) -> tuple[list[Doc], list[Chunk], list[tuple[str, str]]]:
+    try:
+        entries = ledger_at(repo, commit)
+    except (FormatError, UnicodeDecodeError) as exc:
+        return [], [], [(LEDGER_PATH, getattr(exc, "message", str(exc)))]
+    docs: list[Doc] = []
+    chunks: list[Chunk] = []
+    skipped: list[tuple[str, str]] = []
+    for entry in entries:
+        try:
+            oid = commit.tree[entry.path].id
+        except KeyError:
+            skipped.append((entry.path, f"evidence {entry.id} is in the ledger but not in the commit"))
+            continue
+        title = str(entry.meta.get("title") or entry.source or entry.id)
+        source = f"{entry.path}@{oid}:{entry.id}:{entry.kind}:{entry.scope}:{title}"
+        if source in cache:
+            doc, cached = cache[source]
+            docs.append(doc)
+            chunks.extend(cached)
+            continue
+        try:
+            content = repo.read_blob(oid).decode("utf-8")
+        except UnicodeDecodeError:
+            skipped.append((entry.path, "not UTF-8 text"))
+            continue
+        docs.append(Doc(entry.id, EVIDENCE, entry.path, title, "", entry.scope, "active", "", "", entry.kind, source))
+        chunks.extend(chunk_evidence(entry.id, entry.kind, title, content, bound, overlap))
+    return docs, chunks, skipped
+
+
+def load_source_cache(folder: Path) -> SourceCache:
+    """Documents and chunks of a built version, by source; empty if it cannot be read."""
+    try:
+        docs = [Doc(**d) for d in json.loads((folder / "docs.json").read_text(encoding="utf-8"))]
+        by_doc: dict[tuple[str, str], list[Chunk]] = {}
+        with open(folder / "chunks.jsonl", encoding="utf-8") as handle:
+            for line in handle:
+                record = json.loads(line)
+                record["headings"] = tuple(record["headings"])
+                chunk = Chunk(**record)
+                by_doc.setdefault((chunk.namespace, chunk.doc), []).append(chunk)
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}
+    return {d.source: (d, tuple(by_doc.get((d.namespace, d.id), ()))) for d in docs if d.source}

@@ -1,0 +1,445 @@
+"""Hybrid search over the serving index: BM25F (Whoosh) and dense (FAISS), fused by RRF.
+
+Filters are applied inside each retriever, before ranking: a row mask built from the documents'
+scope, status and validity becomes a Whoosh ``filter=`` set of document numbers and a FAISS
+``IDSelectorBitmap``; nothing outside the principal's scopes is ever scored. Pages and evidence
+are separate namespaces. Page results are pages (each retriever's chunk list is collapsed to
+its best chunk per page, then ranks are fused); evidence results are chunks (an item and a line
+span). Ties are broken by id.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pickle
+import zipfile
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from kb.retrieval.chunking import EVIDENCE, PAGE
+from kb.retrieval.embedder import Embedder, make_embedder
+from kb.errors import IndexMissingError, UsageError
+from kb.retrieval.manifest import MANIFEST_FILE, Manifest, load_manifest
+from kb.scopes import parse_principal
+from kb.repo import Repo
+
+MODES = ("hybrid", "bm25", "dense")
+# Query-time weights of the BM25F fields: tuned on SciFact and CMRC 2018 (docs/retrieval.md).
+FIELD_BOOSTS = {"title": 0.5, "headings": 0.5, "summary": 0.5, "body": 1.0}
+BM25_K1 = 1.2
+BM25_B = 0.75
+RRF_WEIGHTS = {"bm25": 1.0, "dense": 1.0}
+_FAR_FUTURE = dt.date.max.toordinal()
+
+
+@dataclass(frozen=True)
+class Hit:
+    kind: str  # "page" | "evidence"
+    id: str  # page id or evidence id
+    path: str
+    title: str
+    summary: str  # the page's L0
+    anchor: str  # section of the best chunk
+    line_start: int
+    line_end: int
+    score: float  # fused RRF score (hybrid) or the retriever's own score
+    scores: dict[str, float]  # retriever -> score of its best chunk for this hit
+    ranks: dict[str, int]  # retriever -> 1-based rank of this hit in its list
+    chunk: str
+    text: str
+    scope: str
+    status: str = "active"
+    valid_from: str = ""
+    valid_to: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    scopes: tuple[str, ...]
+    k: int = 10
+    at: int | None = None  # date ordinal
+    mode: str = "hybrid"
+    include_evidence: bool = False
+    include_deprecated: bool = False
+
+
+def parse_date(text: str | None) -> int | None:
+    if text is None or text == "":
+        return None
+    try:
+        return dt.date.fromisoformat(str(text).strip()).toordinal()
+    except ValueError:
+        raise UsageError(f"invalid date {text!r}", hint="use YYYY-MM-DD, e.g. --at 2025-03-01") from None
+
+
+def make_query(
+    text: str,
+    principal: str = "system",
+    k: int = 10,
+    at: str | None = None,
+    mode: str = "hybrid",
+    include_evidence: bool = False,
+    include_deprecated: bool = False,
+) -> Query:
+    """Validate search arguments into a Query (UsageError on bad input)."""
+    if not text or not text.strip():
+        raise UsageError("empty query", hint="give the words to search for, e.g. kb search \"travel preferences\"")
+    if mode not in MODES:
+        raise UsageError(f"unknown search mode {mode!r}", hint="use hybrid, bm25 or dense")
+    if k < 1:
+        raise UsageError(f"--k must be at least 1 (got {k})")
+    return Query(text.strip(), parse_principal(principal), k, parse_date(at), mode, include_evidence, include_deprecated)
+
+
+def _ordinal(value: str, default: int) -> int:
+    try:
+        return dt.date.fromisoformat(value[:10]).toordinal() if value else default
+    except ValueError:
+        return default
+
+
+def rrf(lists: dict[str, list[str]], k: int, weights: dict[str, float] | None = None) -> dict[str, float]:
+    """Reciprocal-rank fusion of ranked id lists."""
+    fused: dict[str, float] = {}
+    for name, ids in lists.items():
+        w = (weights or {}).get(name, 1.0)
+        for rank, item in enumerate(ids, 1):
+            fused[item] = fused.get(item, 0.0) + w / (k + rank)
+    return fused
+
+
+@dataclass
+class Candidates:
+    """One retriever's output: rows in rank order with their scores."""
+
+    rows: list[int] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+
+
+@dataclass
+class _Filter:
+    """One principal/namespace/date/status combination, resolved to rows."""
+
+    mask: Any  # bool per row
+    count: int
+    faiss_params: Any
+    bits: Any  # the bitmap behind the FAISS selector: must live as long as it
+    whoosh: set[int] | None = None  # Whoosh document numbers, built on first use
+    whoosh_ready: bool = False
+
+
+class Searcher:
+    """A loaded index version: BM25F postings, FAISS flat index, row tables, Whoosh searcher.
+
+    ``field_boosts``, ``bm25_b``/``bm25_k1``, ``rrf_k`` and ``rrf_weights`` start from the
+    module's tuned defaults; evaluation helpers may change them on an instance.
+    """
+
+    def __init__(self, folder: Path, embedder: Embedder | None, candidates: int = 100, rrf_k: int = 60, bm25_engine: str = "numpy") -> None:
+        import numpy as np
+
+        from kb.retrieval.bm25 import BM25_FILE, Bm25Table
+        from kb.retrieval.build import TEXT_FIELDS
+
+        self.folder = folder
+        self.bm25_engine = bm25_engine  # "numpy" (exported postings) or "whoosh" (its own searcher)
+        self.candidates = candidates
+        self.rrf_k = rrf_k
+        self.rrf_weights = dict(RRF_WEIGHTS)
+        self.field_boosts = dict(FIELD_BOOSTS)
+        self.bm25_b, self.bm25_k1 = BM25_B, BM25_K1
+        self.embedder = embedder
+        self.manifest: Manifest = load_manifest(folder / MANIFEST_FILE)
+        try:
+            self.docs: list[dict[str, Any]] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
+            with np.load(folder / "rows.npz") as rows:
+                self.row_doc = rows["doc"]
+                self.row_lines = rows["lines"]
+            self.offsets = np.load(folder / "offsets.npy")
+            self.whoosh_rows = np.load(folder / "whoosh_rows.npy")
+            vectors = np.load(folder / "vectors.npy")
+            self._chunks_fd = os.open(folder / "chunks.jsonl", os.O_RDONLY)
+            self._chunks_size = os.fstat(self._chunks_fd).st_size
+            self._open_whoosh(folder / "whoosh")
+            self._bm25_table = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
+        except (OSError, ValueError, EOFError, KeyError, IndexError, json.JSONDecodeError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
+            raise IndexMissingError(f"the search index in {folder} is corrupted ({type(exc).__name__})") from None
+        if len(self.row_doc) != len(self.manifest.chunks) or vectors.shape[0] != len(self.row_doc) or self._bm25_table.n_rows != len(self.row_doc):
+            raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
+        self._faiss = self._make_faiss(vectors)
+        self._doc_arrays()
+        self._filter_cache: dict[tuple[Any, ...], _Filter] = {}
+
+    # ---- loading -------------------------------------------------------------------------
+
+    def _open_whoosh(self, folder: Path) -> None:
+        from whoosh import index as windex
+        from whoosh.index import IndexError as WhooshIndexError
+
+        try:
+            self._ix = windex.open_dir(str(folder))
+        except WhooshIndexError as exc:
+            raise OSError(str(exc)) from None
+        self._searcher = self._ix.searcher()
+
+    def _make_faiss(self, vectors: Any) -> Any:
+        import faiss
+
+        faiss.omp_set_num_threads(1)  # measured: flat search is slower on 2 threads here (NOTES.md)
+        index = faiss.IndexFlatIP(int(vectors.shape[1]) if vectors.ndim == 2 and vectors.shape[1] else 1)
+        if len(vectors):
+            index.add(vectors)
+        return index
+
+    def _doc_arrays(self) -> None:
+        import numpy as np
+
+        self.scope_names = sorted({d["scope"] for d in self.docs})
+        code = {s: i for i, s in enumerate(self.scope_names)}
+        self.doc_ns = np.array([d["namespace"] == EVIDENCE for d in self.docs], dtype=bool)
+        self.doc_scope = np.array([code[d["scope"]] for d in self.docs], dtype=np.int32)
+        self.doc_deprecated = np.array([d["status"] == "deprecated" for d in self.docs], dtype=bool)
+        self.doc_from = np.array([_ordinal(d["valid_from"], 0) for d in self.docs], dtype=np.int64)
+        self.doc_to = np.array([_ordinal(d["valid_to"], _FAR_FUTURE) for d in self.docs], dtype=np.int64)
+
+    def close(self) -> None:
+        self._searcher.close()
+        self._ix.close()
+        os.close(self._chunks_fd)
+
+    # ---- filters -------------------------------------------------------------------------
+
+    def _filter(self, namespace: str, query: Query) -> _Filter:
+        """The rows ``query`` may see in ``namespace`` (cached per combination)."""
+        import faiss
+        import numpy as np
+
+        key = (namespace, query.scopes, query.at, query.include_deprecated)
+        if key in self._filter_cache:
+            return self._filter_cache[key]
+        allowed = [i for i, s in enumerate(self.scope_names) if s in query.scopes]
+        doc_ok = np.isin(self.doc_scope, allowed) & (self.doc_ns == (namespace == EVIDENCE))
+        if not query.include_deprecated:
+            doc_ok &= ~self.doc_deprecated
+        if query.at is not None:
+            doc_ok &= (self.doc_from <= query.at) & (self.doc_to >= query.at)
+        mask = doc_ok[self.row_doc] if len(self.row_doc) else np.zeros(0, dtype=bool)
+        bits = np.packbits(mask, bitorder="little")
+        params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits)))
+        if len(self._filter_cache) > 32:
+            self._filter_cache.clear()
+        entry = self._filter_cache[key] = _Filter(mask, int(mask.sum()), params, bits)
+        return entry
+
+    def _whoosh_filter(self, rows: _Filter) -> set[int] | None:
+        """Whoosh document numbers of the allowed rows; None when nothing is excluded."""
+        import numpy as np
+
+        if not rows.whoosh_ready:
+            live = self.whoosh_rows >= 0
+            docnums = np.flatnonzero(live & rows.mask[np.maximum(self.whoosh_rows, 0)]) if len(rows.mask) else np.zeros(0, dtype=np.int64)
+            rows.whoosh = None if len(docnums) == int(live.sum()) else set(docnums.tolist())
+            rows.whoosh_ready = True
+        return rows.whoosh
+
+    # ---- retrievers ----------------------------------------------------------------------
+
+    def _bm25(self, text: str, rows: _Filter, limit: int) -> Candidates:
+        from kb.retrieval.analyzer import tokenize
+
+        terms = list(dict.fromkeys(tokenize(text)))
+        out = Candidates()
+        if not terms or rows.count == 0:
+            return out
+        if self.bm25_engine == "whoosh":
+            return self._bm25_whoosh(terms, self._whoosh_filter(rows), limit)
+        out.rows, out.scores = self._bm25_table.top(terms, rows.mask, limit, self.field_boosts, self.bm25_b, self.bm25_k1)
+        return out
+
+    def _bm25_whoosh(self, terms: list[str], allowed: set[int] | None, limit: int) -> Candidates:
+        """The same BM25F through Whoosh's own searcher, the filter given as ``filter=``."""
+        from whoosh import scoring
+        from whoosh.query import Or, Term
+
+        out = Candidates()
+        self._searcher.weighting = scoring.BM25F(B=self.bm25_b, K1=self.bm25_k1)
+        query = Or([Term(f, t, boost=b) for t in terms for f, b in self.field_boosts.items() if b > 0])
+        results = self._searcher.search(query, limit=limit, filter=allowed)
+        for score, docnum in results.top_n:
+            out.rows.append(int(self.whoosh_rows[docnum]))
+            out.scores.append(float(score))
+        return out
+
+    def _dense(self, vector: Any, rows: _Filter, limit: int) -> Candidates:
+        out = Candidates()
+        if rows.count == 0 or vector is None:
+            return out
+        scores, found = self._faiss.search(vector.reshape(1, -1), min(limit, rows.count), params=rows.faiss_params)
+        for score, row in zip(scores[0], found[0]):
+            if row >= 0:
+                out.rows.append(int(row))
+                out.scores.append(float(score))
+        return out
+
+    def embed_query(self, text: str) -> Any:
+        import numpy as np
+
+        if self.embedder is None:
+            raise IndexMissingError("no embedder is configured for dense search")
+        return np.asarray(self.embedder.embed_query(text), dtype=np.float32)
+
+    # ---- search --------------------------------------------------------------------------
+
+    def search(self, query: Query) -> list[Hit]:
+        vector = self.embed_query(query.text) if query.mode in ("hybrid", "dense") else None
+        hits = self._search_namespace(PAGE, query, vector)
+        if query.include_evidence:
+            hits += self._search_namespace(EVIDENCE, query, vector)
+        return hits
+
+    def rank(self, query: Query, namespace: str = PAGE, vector: Any = None) -> dict[str, Candidates]:
+        """Each retriever's filtered chunk candidates (used by search and by evaluation)."""
+        rows = self._filter(namespace, query)
+        out: dict[str, Candidates] = {}
+        if query.mode in ("hybrid", "bm25"):
+            out["bm25"] = self._bm25(query.text, rows, self.candidates)
+        if query.mode in ("hybrid", "dense"):
+            out["dense"] = self._dense(vector, rows, self.candidates)
+        return out
+
+    def _search_namespace(self, namespace: str, query: Query, vector: Any) -> list[Hit]:
+        lists = self.rank(query, namespace, vector)
+        group = self.page_of if namespace == PAGE else self.chunk_key
+        return self._fuse(lists, group, query.k, namespace)
+
+    def page_of(self, row: int) -> str:
+        return str(self.docs[int(self.row_doc[row])]["id"])
+
+    def chunk_key(self, row: int) -> str:
+        return f"{row:09d}"
+
+    def fuse_keys(self, lists: dict[str, Candidates], group: Any) -> tuple[list[str], dict[str, dict[str, int]], dict[str, dict[str, float]], dict[str, int]]:
+        """Fused order of group keys, their per-retriever ranks and scores, and best rows."""
+        ranked: dict[str, list[str]] = {}
+        ranks: dict[str, dict[str, int]] = {}
+        scores: dict[str, dict[str, float]] = {}
+        chunk_rrf: dict[int, float] = {}
+        for name, cand in lists.items():
+            order: list[str] = []
+            for chunk_rank, (row, score) in enumerate(zip(cand.rows, cand.scores), 1):
+                chunk_rrf[row] = chunk_rrf.get(row, 0.0) + self.rrf_weights.get(name, 1.0) / (self.rrf_k + chunk_rank)
+                key = group(row)
+                if key not in ranks.setdefault(name, {}):
+                    ranks[name][key] = len(order) + 1
+                    scores.setdefault(key, {})[name] = score
+                    order.append(key)
+            ranked[name] = order
+        fused = rrf(ranked, self.rrf_k, self.rrf_weights)
+        best: dict[str, int] = {}
+        for row, value in chunk_rrf.items():
+            key = group(row)
+            if key not in best or (value, -row) > (chunk_rrf[best[key]], -best[key]):
+                best[key] = row
+        order = sorted(fused, key=lambda key: (-fused[key], key))
+        for key in order:
+            scores[key]["rrf"] = fused[key]
+        return order, ranks, scores, best
+
+    def fuse_chunks(self, lists: dict[str, Candidates], namespace: str, k: int) -> list[Hit]:
+        """Fused hits one per chunk (not one per page): several sections of a page may rank."""
+        return self._fuse(lists, self.chunk_key, k, namespace)
+
+    def _fuse(self, lists: dict[str, Candidates], group: Any, k: int, namespace: str) -> list[Hit]:
+        order, ranks, scores, best = self.fuse_keys(lists, group)
+        single = next(iter(lists)) if len(lists) == 1 else None
+        hits = []
+        for key in order[:k]:
+            row = best[key]
+            doc = self.docs[int(self.row_doc[row])]
+            record = self.chunk_record(row)
+            per_ranks = {name: r[key] for name, r in ranks.items() if key in r}
+            score = scores[key][single] if single else scores[key]["rrf"]
+            hits.append(
+                Hit(
+                    kind=namespace,
+                    id=doc["id"],
+                    path=doc["path"],
+                    title=doc["title"],
+                    summary=doc["summary"],
+                    anchor=record["anchor"],
+                    line_start=int(self.row_lines[row][0]),
+                    line_end=int(self.row_lines[row][1]),
+                    score=round(float(score), 6),
+                    scores={name: round(float(v), 6) for name, v in sorted(scores[key].items())},
+                    ranks=per_ranks,
+                    chunk=record["id"],
+                    text=record["body"],
+                    scope=doc["scope"],
+                    status=doc["status"],
+                    valid_from=doc["valid_from"],
+                    valid_to=doc["valid_to"],
+                )
+            )
+        return hits
+
+    def chunk_record(self, row: int) -> dict[str, Any]:
+        start = int(self.offsets[row])
+        end = int(self.offsets[row + 1]) if row + 1 < len(self.offsets) else self._chunks_size
+        return dict(json.loads(os.pread(self._chunks_fd, end - start, start)))
+
+
+# ---- opening the serving index ------------------------------------------------------------
+
+
+@lru_cache(maxsize=2)  # the serving version and the one before it (a rebuild just happened)
+def _load(folder: str, embedder_name: str, candidates: int, rrf_k: int) -> Searcher:
+    return Searcher(Path(folder), make_embedder(embedder_name), candidates, rrf_k)
+
+
+def open_searcher(repo: Repo, commit: str | None = None, progress: Any = None) -> Searcher:
+    """The searcher for the serving version (cached per version folder in this process).
+
+    With ``commit``, the searcher for that commit: the serving version when it serves it, else a
+    point-in-time index built on first use (``kb.retrieval.build.index_at``; ``progress`` reports it).
+    Version folders never change once written, so the cache only needs the folder's name.
+    """
+    from kb.retrieval.build import index_at
+    from kb.retrieval.store import index_store
+
+    folder = index_store(repo).current_path() if commit is None else index_at(repo, commit, progress)[0]
+    r = repo.config.retrieval
+    searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
+    expected = searcher.embedder.identity if searcher.embedder is not None else r.embedder
+    if searcher.manifest.embedder != expected:
+        raise IndexMissingError(
+            f"the search index was built with embedder {searcher.manifest.embedder} but the config asks for {expected}",
+            hint="rebuild it: run `kb index build`",
+        )
+    return searcher
+
+
+def search(
+    repo: Repo,
+    query: str,
+    principal: str = "system",
+    k: int = 10,
+    at: str | None = None,
+    mode: str = "hybrid",
+    include_evidence: bool = False,
+    include_deprecated: bool = False,
+    commit: str | None = None,
+) -> list[Hit]:
+    """Search the serving index as ``principal``: pages (and evidence hits when asked).
+
+    ``commit`` searches the repository as it was at that commit (see ``open_searcher``).
+    """
+    q = make_query(query, principal, k, at, mode, include_evidence, include_deprecated)
+    return open_searcher(repo, commit).search(q)

@@ -1,0 +1,71 @@
+"""Retrieval evaluation on BEIR-format files: metrics, and a tiny end-to-end run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.eval.beir import load_beir, mrr_at, ndcg_at, recall_at, run_eval
+from kb.config import Config
+from kb.errors import FormatError, UsageError
+
+DOCS = [
+    {"_id": "d1", "title": "Anvils", "text": "Acme makes heavy anvils from iron."},
+    {"_id": "d2", "title": "Airships", "text": "Zeppelins are rigid airships filled with hydrogen."},
+    {"_id": "d3", "title": "Orchards", "text": "Quince trees grow in the orchard north of the river."},
+    {"_id": "d4", "title": "北京大学", "text": "北京大学创建于1898年，初名京师大学堂。"},
+    {"_id": "d5", "title": "Tea", "text": "Green tea is brewed at eighty degrees."},
+]
+QUERIES = [{"_id": "q1", "text": "what are anvils made of"}, {"_id": "q2", "text": "京师大学堂"}, {"_id": "q3", "text": "rigid hydrogen airships"}, {"_id": "q4", "text": "unjudged"}]
+QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td4\t1\nq3\td2\t2\nq3\tmissing\t1\n"
+
+
+def write_beir(folder: Path) -> tuple[Path, Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in DOCS), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in QUERIES), encoding="utf-8")
+    (folder / "qrels.tsv").write_text(QRELS)
+    return folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels.tsv"
+
+
+def test_metrics() -> None:
+    ranked = ["a", "b", "c", "d"]
+    relevant = {"b": 1, "d": 1, "z": 1}
+    assert recall_at(ranked, relevant, 2) == pytest.approx(1 / 3)
+    assert recall_at(ranked, relevant, 4) == pytest.approx(2 / 3)
+    assert mrr_at(ranked, relevant, 1) == 0 and mrr_at(ranked, relevant, 10) == 0.5
+    assert ndcg_at(["b", "d", "z"], relevant, 3) == pytest.approx(1.0)
+    assert ndcg_at(ranked, {"b": 1}, 10) == pytest.approx(1 / 1.5849625, rel=1e-6)
+
+
+def test_loading_skips_unjudged_queries_and_unknown_documents(tmp_path: Path) -> None:
+    data = load_beir(*write_beir(tmp_path))
+    assert sorted(data.queries) == ["q1", "q2", "q3"] and data.qrels["q3"] == {"d2": 2}
+    (tmp_path / "queries.jsonl").write_text("{not json\n")
+    with pytest.raises(FormatError):
+        load_beir(tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl", tmp_path / "qrels.tsv")
+    with pytest.raises(UsageError):
+        load_beir(tmp_path / "nope.jsonl", tmp_path / "queries.jsonl", tmp_path / "qrels.tsv")
+
+
+def test_end_to_end_three_modes_side_by_side_and_a_rerun_embeds_nothing(tmp_path: Path) -> None:
+    files = write_beir(tmp_path / "data")
+    reports, info = run_eval(*files, Config(version=1), ks=(1, 3), workdir=tmp_path / "work")
+    assert [r.mode for r in reports] == ["hybrid", "bm25", "dense"] and info["queries"] == 3 and info["embedded"] == 5
+    for report in reports:
+        assert set(report.metrics) == {"ndcg@1", "recall@1", "mrr@1", "ndcg@3", "recall@3", "mrr@3"}
+        assert report.metrics["recall@3"] == 1.0, report
+    _, again = run_eval(*files, Config(version=1), modes=["bm25"], ks=(10,), workdir=tmp_path / "work")
+    assert again["embedded"] == 0
+
+
+def test_eval_cli_json_has_one_object_per_mode(tmp_path: Path, cli) -> None:  # noqa: ANN001
+    corpus, queries, qrels = write_beir(tmp_path / "data")
+    code, out, err = cli("eval", "retrieval", "--corpus", str(corpus), "--queries", str(queries), "--qrels", str(qrels), "--k", "1,10", "--json", "--mode", "bm25", "--workdir", str(tmp_path / "w"))
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0, err
+    assert [line["mode"] for line in lines] == ["bm25"] and lines[0]["recall@10"] == 1.0
+    code, _, err = cli("eval", "retrieval", "--corpus", str(corpus), "--queries", str(queries), "--qrels", str(qrels), "--k", "ten")
+    assert code == 2 and err.startswith("error: invalid --k")
