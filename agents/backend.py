@@ -30,7 +30,12 @@ class ReadBackend(Protocol):
 
 
 class WriteBackend(ReadBackend, Protocol):
-    """The Proposer's write tools, confined to knowledge/ and users/ of its work branch."""
+    """The Proposer's write tools, confined to knowledge/ and users/ of its work branch.
+
+    ``page_text`` is not a model tool: it gives a built-in agent the current text of a page it
+    may write (None when there is none, or the path is outside its folders)."""
+
+    def page_text(self, path: str) -> str | None: ...
 
     def write_page(self, path: str, content: str) -> str: ...
 

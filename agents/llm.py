@@ -21,35 +21,14 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kb.config import PRICE_OPTIONS, Loop, ModelRole
 from kb.errors import ModelError
 
 RETRY_BASE_DELAY_S = 1.0
 RETRY_MAX_DELAY_S = 30.0
 
-# Request fields the client sets itself; `options` may not override them.
-_RESERVED_OPTIONS = frozenset(
-    {
-        "model",
-        "messages",
-        "tools",
-        "stream",
-        "temperature",
-        "max_tokens",
-        "timeout",
-        "api_base",
-        "base_url",
-        "num_retries",
-        "max_retries",
-        "fallbacks",
-    }
-)
-_SECRET_OPTION = re.compile(
-    r"(key|secret|password|credential|^token$|(ad|access|auth|bearer|refresh|session)_token$)"
-)
 _SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)")
-_PRICE_OPTIONS = ("input_cost_per_token", "output_cost_per_token")
 
 
 def load_litellm() -> ModuleType:
@@ -79,6 +58,9 @@ class Usage:
     cost_usd: float = 0.0
     calls: int = 0
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd, "prompt_tokens": self.prompt_tokens}
+
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
@@ -101,41 +83,6 @@ class ModelReply:
     raw_model: str | None  # the model name the provider reported
 
 
-class ModelSettings(BaseModel):
-    """One role's model, as written in kb.config.yaml. No API keys: those live in the environment."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    model: str = Field(min_length=1)
-    family: str | None = None  # declared family; wins over the one derived from the name
-    temperature: float | None = None
-    max_tokens: int | None = Field(default=None, gt=0)
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=3, ge=0)
-    api_base: str | None = None
-    # Further litellm.completion arguments (e.g. top_p, reasoning_effort, input_cost_per_token).
-    options: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("options")
-    @classmethod
-    def _no_reserved_or_secret_options(cls, options: dict[str, Any]) -> dict[str, Any]:
-        for name in sorted(options):
-            if _SECRET_OPTION.search(name.lower()):
-                raise ValueError(
-                    f"option {name!r} looks like a credential; API keys are read only from the "
-                    "provider's environment variable (e.g. OPENAI_API_KEY), never from the config"
-                )
-            if name in _RESERVED_OPTIONS:
-                raise ValueError(
-                    f"option {name!r} is set by kb itself; use the settings model, temperature, "
-                    "max_tokens, timeout_s, max_retries and api_base instead"
-                )
-        priced = [name for name in _PRICE_OPTIONS if name in options]
-        if priced and len(priced) != len(_PRICE_OPTIONS):
-            raise ValueError(f"set both {' and '.join(_PRICE_OPTIONS)}, or neither")
-        return options
-
-
 @dataclass(frozen=True)
 class Budget:
     """Limits of one agent loop; None means unlimited."""
@@ -143,6 +90,11 @@ class Budget:
     max_rounds: int | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None
+
+
+def budget_for(loop: Loop) -> Budget:
+    """The budget of one run of the change loop, from ``kb.config.yaml``'s ``loop:``."""
+    return Budget(max_rounds=loop.max_rounds, max_tokens=loop.max_tokens, max_cost_usd=loop.max_cost_usd)
 
 
 def check_budget(budget: Budget, usage: Usage, rounds: int) -> str | None:
@@ -168,7 +120,7 @@ class LiteLLMClient:
     """Chat completions through litellm, with kb's retry policy and error messages."""
 
     def __init__(
-        self, settings: ModelSettings, sleep: Callable[[float], None] = time.sleep
+        self, settings: ModelRole, sleep: Callable[[float], None] = time.sleep
     ) -> None:
         self.settings = settings
         self._sleep = sleep
@@ -270,7 +222,7 @@ def _redact(text: str, environ: Mapping[str, str]) -> str:
     return re.sub(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{8,}", r"\1***", text)
 
 
-def _parse_reply(litellm: ModuleType, response: Any, settings: ModelSettings) -> ModelReply:
+def _parse_reply(litellm: ModuleType, response: Any, settings: ModelRole) -> ModelReply:
     choice = response.choices[0]
     message = choice.message
     tool_calls = tuple(
@@ -292,8 +244,8 @@ def _parse_reply(litellm: ModuleType, response: Any, settings: ModelSettings) ->
     )
 
 
-def _cost_usd(litellm: ModuleType, response: Any, settings: ModelSettings) -> float:
-    prices = {name: settings.options[name] for name in _PRICE_OPTIONS if name in settings.options}
+def _cost_usd(litellm: ModuleType, response: Any, settings: ModelRole) -> float:
+    prices = {name: settings.options[name] for name in PRICE_OPTIONS if name in settings.options}
     try:
         cost = litellm.completion_cost(
             completion_response=response,

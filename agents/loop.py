@@ -25,7 +25,7 @@ from typing import Any
 from agents.backend import ReadBackend
 from agents.llm import Budget, LiteLLMClient, ModelReply, ToolCall, Usage, check_budget
 from agents.prompts import tool_reminder
-from agents.schemas import Comment, Submission, Verdict
+from agents.schemas import Comment, ReviewComment, Submission, Verdict
 from agents.tools import Tool, ToolOutcome, dispatch, tool_specs
 from kb.errors import BudgetExceededError, KbError, ModelError
 
@@ -49,7 +49,7 @@ class AgentRun:
         return {
             "version": TRANSCRIPT_VERSION,
             "model": self.model,
-            "usage": _usage_dict(self.usage),
+            "usage": self.usage.to_dict(),
             "result": self.result.model_dump(mode="json") if self.result is not None else None,
             "result_type": type(self.result).__name__ if self.result is not None else None,
             "comments": [comment.model_dump(mode="json") for comment in self.comments],
@@ -115,7 +115,7 @@ class _Recorder:
                 "step": len(self.steps) + 1,
                 "finish_reason": reply.finish_reason,
                 "raw_model": reply.raw_model,
-                "usage": _usage_dict(reply.usage),
+                "usage": reply.usage.to_dict(),
                 "calls": [],
             }
         )
@@ -123,8 +123,8 @@ class _Recorder:
     def outcome(self, call: ToolCall, outcome: ToolOutcome) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
         self._call(call, outcome.status, outcome.text if outcome.invalid else None)
-        if isinstance(outcome.payload, Comment):
-            self.comments.append(outcome.payload)
+        if isinstance(outcome.payload, ReviewComment):
+            self.comments.append(Comment(**outcome.payload.model_dump()))
 
     def skipped(self, calls: Sequence[ToolCall], why: str) -> None:
         for call in calls:
@@ -267,12 +267,3 @@ def _is_json_object(text: str) -> bool:
         return isinstance(json.loads(text), dict)
     except json.JSONDecodeError:
         return False
-
-
-def _usage_dict(usage: Usage) -> dict[str, Any]:
-    return {
-        "calls": usage.calls,
-        "completion_tokens": usage.completion_tokens,
-        "cost_usd": usage.cost_usd,
-        "prompt_tokens": usage.prompt_tokens,
-    }

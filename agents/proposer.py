@@ -8,11 +8,10 @@ branch; the result is the run, whose ``result`` is the validated ``Submission``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from agents.backend import WriteBackend
 from agents.llm import Budget, LiteLLMClient
 from agents.loop import AgentRun, run_agent
+from agents.protocols import AgentIdentity, ProposalTask, ProposerOutcome
 from agents.prompts import PROPOSER_SYSTEM
 from agents.schemas import Submission
 from agents.tools import PROPOSER_TOOLS
@@ -20,26 +19,21 @@ from agents.untrusted import wrap_untrusted
 from kb.errors import UsageError
 
 
-@dataclass(frozen=True)
-class EvidenceBrief:
-    """One new evidence item as the Proposer first sees it; it reads the rest with read_evidence."""
-
-    id: str
-    scope: str  # system or user:<id>
-    preview: str = ""  # the first stored lines, as stored
-    kind: str = ""  # conversation, trajectory, document, tool-output
-    lines: int | None = None
+MAX_STEPS = 60
+MAX_INVALID = 3
 
 
-@dataclass(frozen=True)
-class ProposalTask:
-    evidence: tuple[EvidenceBrief, ...]
-    write_prefixes: tuple[str, ...]  # e.g. ("users/alice/",) or ("knowledge/",)
-    # For a revision: the review comments and gate findings of the previous round, as text.
-    feedback: str | None = None
-    current_diff: str | None = None  # for a revision: the change so far, against its base
-    max_steps: int = 60
-    max_invalid: int = 3
+class ModelProposer:
+    """The Proposer protocol on a configured model: one agent run per proposal or revision."""
+
+    def __init__(self, client: LiteLLMClient, identity: AgentIdentity, budget: Budget | None) -> None:
+        self.client = client
+        self.identity = identity
+        self.budget = budget
+
+    def propose(self, task: ProposalTask, backend: WriteBackend) -> ProposerOutcome:
+        run = propose_with_model(self.client, backend, task, self.budget)
+        return ProposerOutcome(usage=run.usage, transcript=run.to_dict())
 
 
 def propose_with_model(
@@ -60,8 +54,8 @@ def propose_with_model(
         proposal_prompt(task),
         PROPOSER_TOOLS,
         backend,
-        max_steps=task.max_steps,
-        max_invalid=task.max_invalid,
+        max_steps=MAX_STEPS,
+        max_invalid=MAX_INVALID,
         budget=budget,
     )
     assert isinstance(run.result, Submission), "submit is the Proposer's only terminal tool"
@@ -79,19 +73,24 @@ def proposal_prompt(task: ProposalTask) -> str:
             for part in (
                 f"scope {item.scope}",
                 item.kind,
-                f"{item.lines} lines" if item.lines is not None else "",
+                f"{item.lines} lines" if item.lines else "",
+                f"dated {item.date}" if item.date else "",
             )
             if part
         )
         parts.append(f"- {item.id} ({details})")
-        if item.preview:
-            parts.append(wrap_untrusted(item.preview, f"{item.id} preview"))
+        preview = item.preview()
+        if preview:
+            parts.append(wrap_untrusted(preview, f"{item.id} preview"))
+    for user, speakers in sorted(task.user_speakers.items()):
+        if speakers:
+            parts.append(f"In user {user}'s conversations, the user speaks as: {', '.join(speakers)}.")
     folders = ", ".join(task.write_prefixes)
     parts.append(
         f"You may write only under: {folders}. A write anywhere else is refused. "
         "Facts from a user's evidence go under that user's folder only."
     )
-    if task.feedback:
+    if task.feedback is not None:
         parts.append(
             "This is a revision: your previous version of the change is already on the work branch. "
             "The review and the checks of that version said the following. Check each point "

@@ -1,7 +1,7 @@
 """The Reviewer: a read-only agent that checks a change claim by claim against raw evidence.
 
 ``review_with_model`` gives the model the diff, the changed files, the gate findings, the
-evidence ids and the Proposer's submission (all as untrusted data), with the read tools,
+evidence ids (all as untrusted data), with the read tools,
 ``comment`` and ``verdict``. It has no write tool. The returned run's ``result`` is the
 validated ``Verdict`` and its ``comments`` the collected review comments; the pipeline binds
 the verdict to ``task.head``, the commit that was reviewed.
@@ -9,28 +9,39 @@ the verdict to ``task.head``, the commit that was reviewed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from agents.backend import ReadBackend
 from agents.llm import Budget, LiteLLMClient
 from agents.loop import AgentRun, run_agent
 from agents.prompts import REVIEWER_SYSTEM
-from agents.schemas import Submission, Verdict
+from agents.protocols import AgentIdentity, ReviewOutcome, ReviewTask
+from agents.schemas import Comment, Verdict
 from agents.tools import REVIEWER_TOOLS
 from agents.untrusted import wrap_untrusted
 
 
-@dataclass(frozen=True)
-class ReviewTask:
-    diff: str  # unified diff of the change against its base
-    changed_files: tuple[str, ...]
-    gate_findings: str  # the deterministic checks' findings as text; "" when clean
-    evidence_ids: tuple[str, ...]  # the evidence the change is based on
-    branch: str
-    head: str  # the commit under review
-    submission: Submission | None = None  # the Proposer's title and rationale
-    max_steps: int = 60
-    max_invalid: int = 3
+MAX_STEPS = 60
+MAX_INVALID = 3
+GATE = AgentIdentity("kb-gate/deterministic", "kb-deterministic")
+
+
+class ModelReviewer:
+    """The Reviewer protocol on a configured model. When the deterministic gate has findings,
+    they go back to the Proposer as they are: no model tokens are spent on what a machine saw."""
+
+    def __init__(self, client: LiteLLMClient, identity: AgentIdentity, budget: Budget | None) -> None:
+        self.client = client
+        self.identity = identity
+        self.budget = budget
+
+    def review(self, task: ReviewTask, backend: ReadBackend) -> ReviewOutcome:
+        if task.gate_findings:
+            comments = tuple(Comment(path=f.path, line=f.line, message=f"[{f.rule}] {f.message}", kind="gate") for f in task.gate_findings)
+            summary = f"Deterministic gate: {len(comments)} error(s); the model reviewer was not called."
+            return ReviewOutcome("request_changes", summary, comments, GATE, transcript={"agent": GATE.model, "head": task.head, "gate": task.gate_text})
+        run = review_with_model(self.client, backend, task, self.budget)
+        verdict = run.result
+        assert isinstance(verdict, Verdict)
+        return ReviewOutcome(verdict.verdict, verdict.summary, run.comments, self.identity, run.usage, run.to_dict())
 
 
 def review_with_model(
@@ -47,8 +58,8 @@ def review_with_model(
         review_prompt(task),
         REVIEWER_TOOLS,
         backend,
-        max_steps=task.max_steps,
-        max_invalid=task.max_invalid,
+        max_steps=MAX_STEPS,
+        max_invalid=MAX_INVALID,
         budget=budget,
     )
     assert isinstance(run.result, Verdict), "verdict is the Reviewer's only terminal tool"
@@ -67,17 +78,8 @@ def review_prompt(task: ReviewTask) -> str:
             "of the evidence too."
         ),
     ]
-    if task.submission is not None:
-        parts.append("The Proposer's description of its change (a claim to check, not a fact):")
-        parts.append(
-            wrap_untrusted(
-                f"title: {task.submission.title}\nrationale: {task.submission.rationale}\n"
-                f"evidence: {', '.join(task.submission.evidence_ids)}",
-                "proposer submission",
-            )
-        )
     parts.append("Findings of the deterministic checks on this commit:")
-    parts.append(wrap_untrusted(task.gate_findings or "no findings", "gate findings"))
+    parts.append(wrap_untrusted(task.gate_text or "no findings", "gate findings"))
     parts.append("The diff (line numbers in comments refer to the new version of each file):")
     parts.append(wrap_untrusted(task.diff or "(empty diff)", f"diff {task.head}"))
     parts.append(

@@ -23,8 +23,11 @@ class Submission(_Data):
     evidence_ids: list[str] = Field(description="Evidence ids (ev-...) the change is based on.")
 
 
-class Comment(_Data):
-    """A review comment pointing at a file and line, with the evidence that disagrees."""
+CommentKind = Literal["review", "gate", "conflict", "over_deletion"]
+
+
+class ReviewComment(_Data):
+    """The Reviewer's ``comment`` tool: a file and line, with the evidence that disagrees."""
 
     path: str = Field(description="Page path, e.g. users/alice/profile.md")
     line: int = Field(ge=0, description="1-based line in the new version of the file (0 = whole file).")
@@ -32,8 +35,22 @@ class Comment(_Data):
     evidence: str | None = Field(default=None, description="Evidence reference, e.g. ev-9f2c4e1ab07d3c55#L3-L4")
 
 
+class Comment(ReviewComment):
+    """A review comment as recorded. ``kind`` says what raised it: a reviewer's reading
+    (``review``), a deterministic gate finding (``gate``), two current values of one fact
+    (``conflict``) or a claim removed while its evidence still stands (``over_deletion``).
+    Revisions act on the kind, never on the message text. Models cannot set it: their tool
+    takes a ``ReviewComment``.
+    """
+
+    kind: CommentKind = "review"
+
+
+VerdictName = Literal["approve", "request_changes"]
+
+
 class Verdict(_Data):
     """The Reviewer's final `verdict`."""
 
-    verdict: Literal["approve", "request_changes"]
+    verdict: VerdictName
     summary: str = Field(min_length=1, description="One paragraph: what was checked and the outcome.")

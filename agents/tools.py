@@ -23,11 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.backend import ReadBackend, WriteBackend
 from agents.llm import ToolCall
-from agents.schemas import Comment, Submission, Verdict
+from agents.schemas import ReviewComment, Submission, Verdict
 from agents.untrusted import wrap_untrusted
 from kb.errors import KbError
+from kb.ids import EVIDENCE_ID_PATTERN as ID_PATTERN
 
-EVIDENCE_ID_PATTERN = r"^ev-[0-9a-f]{16}$"  # docs/format.md, "Evidence"
+EVIDENCE_ID_PATTERN = f"^{ID_PATTERN}$"  # docs/format.md, "Evidence"
 
 Role = Literal["read", "write", "collect", "terminal"]
 Status = Literal["ok", "error", "invalid", "collected", "terminal"]
@@ -305,7 +306,7 @@ COMMENT = Tool(
     "comment",
     "Record one review comment on a file and line, with the evidence reference that disagrees. "
     "Call it once per problem.",
-    Comment,
+    ReviewComment,
     "collect",
 )
 VERDICT = Tool(

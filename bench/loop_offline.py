@@ -45,9 +45,9 @@ def cited_claims(repo: Repo) -> str:
     return "\n".join(out)
 
 
-def timed_loop(repo: Repo, ids: list[str] | None, names: dict[str, str] | None = None) -> dict:
+def timed_loop(repo: Repo, ids: list[str] | None, user_speakers: dict[str, tuple[str, ...]] | None = None) -> dict:
     start = time.perf_counter()
-    result = run_loop(repo, ids=ids, names=names, build_index=False)
+    result = run_loop(repo, ids=ids, user_speakers=user_speakers, build_index=False)
     loop_s = time.perf_counter() - start
     from kb.retrieval.build import build_index
 
@@ -74,7 +74,7 @@ def bench_case(workdir: Path, case: Path) -> dict:
     sessions = sorted(read_sessions(case).sessions, key=lambda s: s.date)
     items = [prepare_messages(list(s.messages), s.source, user_scope(user), {"session_date": s.date}) for s in sessions]
     add_items(repo, items)
-    row = {"case": f"{case.parent.name}/{case.stem} ({len(sessions)} sessions)"} | timed_loop(repo, None, {user: "the user"})
+    row = {"case": f"{case.parent.name}/{case.stem} ({len(sessions)} sessions)"} | timed_loop(repo, None, {user: ("the user",)})
     hit, missing = recall(data["evaluation_criteria"], cited_claims(repo))
     row |= {"key_facts": len(hit) + len(missing), "key_facts_cited": len(hit), "missing": missing}
     return row

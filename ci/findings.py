@@ -1,4 +1,8 @@
-"""Findings are data: rule id, severity, path, line, message, hint; and their three renderings."""
+"""Findings are data: rule id, severity, path, line, message, hint; and their three renderings.
+
+Rule ids and severities are closed sets: a rule id that is not in ``RuleId`` is a type error
+(docs/checks.md documents each one; the grounding rules belong to the gate).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,56 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+RuleId = Literal[
+    "page.parse",
+    "frontmatter.required",
+    "frontmatter.unknown-key",
+    "frontmatter.type",
+    "frontmatter.validity",
+    "id.path",
+    "id.unique",
+    "scope.path",
+    "link.broken",
+    "link.anchor",
+    "link.scope",
+    "link.outside",
+    "index.missing",
+    "index.unlisted",
+    "index.orphan",
+    "index.extra",
+    "index.duplicate",
+    "index.summary",
+    "budget.l0",
+    "budget.l1",
+    "budget.l1-missing",
+    "citation.malformed",
+    "citation.undefined",
+    "citation.unused",
+    "citation.evidence",
+    "citation.lines",
+    "citation.quote",
+    "citation.scope",
+    "citation.sources",
+    "evidence.ledger",
+    "evidence.chain",
+    "evidence.modified",
+    "evidence.removed",
+    "evidence.rewritten",
+    "evidence.unrecorded",
+    "secret.found",
+    "grounding.date",
+    "grounding.number",
+    "grounding.negation",
+]
 
 
 @dataclass(frozen=True, order=True)
 class Finding:
+    """One problem at one place. Field order is the sort order: path, line, rule, message."""
+
     path: str
-    line: int
-    rule: str
+    line: int  # 1-based; 1 when the problem concerns the whole file
+    rule: RuleId
     message: str
     severity: Severity = "error"
     hint: str = ""
@@ -57,7 +104,6 @@ def render_github(findings: list[Finding], checked: int) -> str:
     """GitHub Actions workflow commands: ``::error file=F,line=L,title=T::message``."""
     lines = []
     for f in findings:
-        level = "error" if f.severity == "error" else "warning"
         message = f.message + (f" ({f.hint})" if f.hint else "")
-        lines.append(f"::{level} file={_escape(f.path, True)},line={max(f.line, 1)},title={_escape(f.rule, True)}::{_escape(message)}")
+        lines.append(f"::{f.severity} file={_escape(f.path, True)},line={max(f.line, 1)},title={_escape(f.rule, True)}::{_escape(message)}")
     return "\n".join(lines + [_summary(findings, checked)])

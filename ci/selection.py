@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import pygit2
 
-from ci.snapshot import PAGE_ROOTS, Snapshot
+from ci.snapshot import Snapshot
+from kb.evidence import EVIDENCE_DIR
 from kb.page import page_id_for_path
+from kb.scopes import PAGE_FOLDERS, folder_for_scope, scope_for_path
 
 
 @dataclass(frozen=True)
@@ -22,9 +24,12 @@ class Selection:
 
 def page_folders(path: str) -> list[str]:
     """The folder of ``path`` and its ancestors up to the scope root (knowledge/ or users/<id>/)."""
+    scope = scope_for_path(path)
+    if scope is None:
+        return []
     parts = path.split("/")[:-1]
-    root_len = 1 if parts and parts[0] == "knowledge" else 2
-    return ["/".join(parts[:n]) for n in range(len(parts), root_len - 1, -1) if n >= root_len]
+    root_len = folder_for_scope(scope).count("/")
+    return ["/".join(parts[:n]) for n in range(len(parts), root_len - 1, -1)]
 
 
 def all_folders(snapshot: Snapshot) -> list[str]:
@@ -41,7 +46,7 @@ def plan_full(snapshot: Snapshot, base: pygit2.Commit | None) -> Selection:
 def plan_changed(snapshot: Snapshot, changed: list[str], base: pygit2.Commit) -> Selection:
     """Pages changed since ``base``, the pages whose links may break, and the folders touched."""
     page_set = set(snapshot.page_paths)
-    changed_pages = [p for p in changed if p.endswith(".md") and p.split("/")[0] in PAGE_ROOTS]
+    changed_pages = [p for p in changed if p.endswith(".md") and p.startswith(PAGE_FOLDERS)]
     existing = {p for p in changed_pages if p in page_set}
     deleted = sorted(page_id_for_path(p) for p in changed_pages if p not in page_set)
     folders: set[str] = set()
@@ -60,7 +65,7 @@ def plan_changed(snapshot: Snapshot, changed: list[str], base: pygit2.Commit) ->
             data = (snapshot.root / path).read_bytes()
             if any(n in data for n in needles):
                 pages.add(path)
-    evidence_paths = tuple(p for p in changed if p.startswith("evidence/"))
+    evidence_paths = tuple(p for p in changed if p.startswith(EVIDENCE_DIR + "/"))
     return Selection(tuple(sorted(pages)), tuple(sorted(folders)), tuple(deleted), evidence_paths, base, full=False)
 
 
@@ -70,5 +75,5 @@ def plan_paths(snapshot: Snapshot, paths: list[str], base: pygit2.Commit | None)
     folders: set[str] = set()
     for path in pages:
         folders.update(page_folders(path))
-    evidence_paths = tuple(p for p in paths if p.startswith("evidence/"))
+    evidence_paths = tuple(p for p in paths if p.startswith(EVIDENCE_DIR + "/"))
     return Selection(tuple(pages), tuple(sorted(folders)), (), evidence_paths, base, full=False)

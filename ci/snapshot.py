@@ -16,8 +16,8 @@ from kb.config import Config
 from kb.errors import FormatError
 from kb.evidence import LedgerEntry, load_ledger
 from kb.page import Page, page_id_for_path, parse_page
+from kb.scopes import PAGE_FOLDERS
 
-PAGE_ROOTS = ("knowledge", "users")
 _WS_RE = re.compile(r"\s+")
 
 
@@ -43,8 +43,8 @@ class Snapshot:
     @classmethod
     def load(cls, root: Path, config: Config) -> Snapshot:
         paths: list[str] = []
-        for top in PAGE_ROOTS:
-            base = root / top
+        for folder in PAGE_FOLDERS:
+            base = root / folder
             for dirpath, dirnames, filenames in os.walk(base):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 rel = Path(dirpath).relative_to(root).as_posix()

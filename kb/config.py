@@ -6,11 +6,12 @@ model API keys come from the provider's usual environment variables.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kb.errors import ConfigError
 
@@ -35,15 +36,47 @@ class Retrieval(_Strict):
     candidates: int = Field(100, ge=1)
 
 
+# Request fields the model client sets itself; `options` may not override them.
+RESERVED_OPTIONS = frozenset(
+    {"model", "messages", "tools", "stream", "temperature", "max_tokens", "timeout", "api_base", "base_url", "num_retries", "max_retries", "fallbacks"}
+)
+PRICE_OPTIONS = ("input_cost_per_token", "output_cost_per_token")
+_SECRET_OPTION = re.compile(r"(key|secret|password|credential|^token$|(ad|access|auth|bearer|refresh|session)_token$)")
+
+
 class ModelRole(_Strict):
-    model: str
-    family: str | None = None
+    """One role's model (proposer, reviewer, judge). No API keys: those live in the provider's
+    environment variables. The one definition: validated here, at config load, and used as is
+    by the model client (``agents.llm``)."""
+
+    model: str = Field(min_length=1)
+    family: str | None = None  # declared family; wins over the one derived from the name
     temperature: float | None = None
-    max_tokens: int | None = None
-    timeout_s: float = 120.0
-    max_retries: int = Field(3, ge=0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
     api_base: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)  # further litellm.completion arguments
+    # Further litellm.completion arguments (e.g. top_p, reasoning_effort, input_cost_per_token).
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("options")
+    @classmethod
+    def _no_reserved_or_secret_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        for name in sorted(options):
+            if _SECRET_OPTION.search(name.lower()):
+                raise ValueError(
+                    f"option {name!r} looks like a credential; API keys are read only from the "
+                    "provider's environment variable (e.g. OPENAI_API_KEY), never from the config"
+                )
+            if name in RESERVED_OPTIONS:
+                raise ValueError(
+                    f"option {name!r} is set by kb itself; use the settings model, temperature, "
+                    "max_tokens, timeout_s, max_retries and api_base instead"
+                )
+        priced = [name for name in PRICE_OPTIONS if name in options]
+        if priced and len(priced) != len(PRICE_OPTIONS):
+            raise ValueError(f"set both {' and '.join(PRICE_OPTIONS)}, or neither")
+        return options
 
 
 class Models(_Strict):
@@ -121,7 +154,7 @@ def parse_config(text: str, source: str = CONFIG_FILE) -> Config:
         key = _location(err["loc"])
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"{source}: unknown key `{key}`", hint="remove it or fix its spelling (see docs/config.md)") from None
-        raise ConfigError(f"{source}: `{key}`: {err['msg']}") from None
+        raise ConfigError(f"{source}: `{key}`: {err['msg'].removeprefix('Value error, ')}") from None
 
 
 def load_config(root: Path) -> Config:

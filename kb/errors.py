@@ -12,15 +12,24 @@ EXIT_BUG = 70
 
 
 class KbError(Exception):
-    """Base of all expected failures."""
+    """Base of all expected failures.
+
+    ``path`` and ``line``, when given, say where the problem is: ``message`` (what the user
+    sees) then starts with ``path:line:``, and ``detail`` is the problem alone. Callers that
+    report the location themselves (the checks) read the fields, never the text.
+    """
 
     exit_code = 2
     default_hint = ""
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str, hint: str | None = None, *, path: str | None = None, line: int | None = None) -> None:
+        where = "" if path is None else f"{path}:" if line is None else f"{path}:{line}:"
+        self.detail = message
+        self.path = path
+        self.line = line
+        self.message = f"{where} {message}" if where else message
         self.hint = hint if hint is not None else self.default_hint
+        super().__init__(self.message)
 
     def __str__(self) -> str:
         return self.message

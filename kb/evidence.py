@@ -74,7 +74,7 @@ def parse_ledger(text: str, source: str = LEDGER_PATH) -> list[LedgerEntry]:
             data = json.loads(line)
             entries.append(LedgerEntry(**data))
         except (json.JSONDecodeError, TypeError) as exc:
-            raise FormatError(f"{source}:{n}: malformed ledger line ({exc})", hint="the ledger is append-only: restore it from git") from None
+            raise FormatError(f"malformed ledger line ({exc})", hint="the ledger is append-only: restore it from git", path=source, line=n) from None
     return entries
 
 

@@ -13,14 +13,17 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Literal
 
 from markdown_it import MarkdownIt
+
+from kb.ids import EVIDENCE_ID_PATTERN
 
 WIKILINK_RE = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]+?))?(?:\|([^\[\]\n]*))?\]\]")
 MDLINK_RE = re.compile(r"(?<![!\\])\[(?!\^)([^\[\]\n]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 FOOTREF_RE = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 FOOTDEF_RE = re.compile(r"^\[\^([^\]\s]+)\]:[ \t]*(.*)$")
-CITATION_RE = re.compile(r'^(ev-[0-9a-f]{8,64})#L(\d+)(?:-L?(\d+))?\s+"((?:[^"\\]|\\.)*)"\s*$')
+CITATION_RE = re.compile(rf'^({EVIDENCE_ID_PATTERN})#L(\d+)(?:-L?(\d+))?\s+"((?:[^"\\]|\\.)*)"\s*$')
 CODESPAN_RE = re.compile(r"(`+)(?:.|\n)*?\1")
 # A sentence ends at terminal punctuation, with its footnote references; a closing quotation mark
 # may stand between the two (`Jo said: "I moved."[^1]`), but only when references follow, so that
@@ -41,7 +44,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Link:
-    kind: str  # "wiki" | "md"
+    kind: Literal["wiki", "md"]
     target: str  # page id (wiki) or relative path (md), without the anchor
     anchor: str | None
     line: int

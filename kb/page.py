@@ -123,15 +123,15 @@ def parse_page(text: str | bytes, path: str) -> Page:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise FormatError(f"{path}: not UTF-8 text (byte {exc.start})", hint="re-save the file as UTF-8") from None
+            raise FormatError(f"not UTF-8 text (byte {exc.start})", hint="re-save the file as UTF-8", path=path) from None
     if not text.startswith(_FENCE):
-        raise FormatError(f"{path}:1: missing frontmatter (a page starts with a `---` line)", hint="see docs/format.md")
+        raise FormatError("missing frontmatter (a page starts with a `---` line)", hint="see docs/format.md", path=path, line=1)
     end = text.find("\n---\n", 3)
     if end == -1:
         if text.endswith("\n---"):
             end = len(text) - 4
         else:
-            raise FormatError(f"{path}:1: frontmatter is not closed by a `---` line", hint="see docs/format.md")
+            raise FormatError("frontmatter is not closed by a `---` line", hint="see docs/format.md", path=path, line=1)
     header = text[4 : end + 1]
     body = text[end + 5 :]
     try:
@@ -140,9 +140,9 @@ def parse_page(text: str | bytes, path: str) -> Page:
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FormatError(f"{path}:{line}: malformed YAML frontmatter ({problem})", hint="fix the header; see docs/format.md") from None
+        raise FormatError(f"malformed YAML frontmatter ({problem})", hint="fix the header; see docs/format.md", path=path, line=line) from None
     if not isinstance(meta_raw, dict):
-        raise FormatError(f"{path}:2: frontmatter must be a mapping of fields")
+        raise FormatError("frontmatter must be a mapping of fields", path=path, line=2)
     meta = {str(k): _normalise(v) for k, v in meta_raw.items()}
     meta_lines: dict[str, int] = {}
     for offset, line in enumerate(header.splitlines(), start=2):

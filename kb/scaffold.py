@@ -9,8 +9,9 @@ import pygit2
 from kb.config import CONFIG_FILE, DEFAULT_CONFIG_TEXT
 from kb.errors import ConflictError, PathError
 from kb.evidence import LEDGER_PATH
-from kb.page import render_page
+from kb.page import page_id_for_path, render_page
 from kb.repo import Repo
+from kb.scopes import KNOWLEDGE_DIR, SYSTEM, USERS_DIR
 
 GITIGNORE = ".kb/\n"
 KNOWLEDGE_INDEX_BODY = """\
@@ -31,12 +32,13 @@ def index_page(page_id: str, title: str, summary: str, scope: str, body: str) ->
 
 
 def planned_files(name: str) -> dict[str, str]:
+    knowledge_index = KNOWLEDGE_DIR + "index.md"
     return {
         CONFIG_FILE: DEFAULT_CONFIG_TEXT.format(name=name),
         ".gitignore": GITIGNORE,
         LEDGER_PATH: "",
-        "knowledge/index.md": index_page("knowledge/index", "Knowledge", "Entry page of the shared knowledge.", "system", KNOWLEDGE_INDEX_BODY),
-        "users/.gitkeep": "",
+        knowledge_index: index_page(page_id_for_path(knowledge_index), "Knowledge", "Entry page of the shared knowledge.", SYSTEM, KNOWLEDGE_INDEX_BODY),
+        USERS_DIR + ".gitkeep": "",
     }
 
 

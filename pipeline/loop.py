@@ -6,18 +6,29 @@ and marked ``needs-human`` (a git note on its head), never merged by default.
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from agents.llm import Usage, budget_for, check_budget
+from agents.loop import stopped_run
+from agents.protocols import ProposalTask
 from kb.errors import KbError
 from kb.repo import Repo
+from pipeline.backend import branch_backend
 from pipeline.merge import MergeResult, merge_branch
-from pipeline.propose import Proposal, propose, select_evidence, trailers_for
+from pipeline.propose import Proposal, branch_diff, evidence_items, propose, select_evidence, trailers_for
 from pipeline.records import set_status
-from pipeline.review import ReviewResult, clean_workspace, review_branch
-from agents.offline.revision import withdraw_flagged
-from pipeline.roles import resolve_roles
+from pipeline.review import ReviewResult, branch_base, clean_workspace, review_branch
+from pipeline.roles import make_agents
+from pipeline.runs import save_transcript
+
+
+class RunStatus(enum.Enum):
+    MERGED = "merged"
+    NEEDS_HUMAN = "needs-human"
+    NOTHING_TO_DO = "nothing-to-do"
 
 
 @dataclass
@@ -25,24 +36,9 @@ class RunResult:
     proposal: Proposal
     reviews: list[ReviewResult] = field(default_factory=list)
     merge: MergeResult | None = None
-    status: str = "nothing-to-do"  # merged | needs-human | nothing-to-do
+    status: RunStatus = RunStatus.NOTHING_TO_DO
     reason: str = ""
-    usage: dict[str, Any] = field(default_factory=dict)
-
-
-def _add_usage(total: dict[str, Any], usage: dict[str, Any]) -> None:
-    for key in ("prompt_tokens", "completion_tokens", "cost_usd", "calls"):
-        total[key] = total.get(key, 0) + (usage.get(key) or 0)
-
-
-def _over_budget(repo: Repo, usage: dict[str, Any]) -> str | None:
-    loop = repo.config.loop
-    tokens = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
-    if tokens >= loop.max_tokens:
-        return f"token budget spent ({tokens} >= {loop.max_tokens})"
-    if usage.get("cost_usd", 0) >= loop.max_cost_usd:
-        return f"cost budget spent (${usage['cost_usd']:.4f} >= ${loop.max_cost_usd})"
-    return None
+    usage: Usage = field(default_factory=Usage)
 
 
 def feedback_text(review: ReviewResult) -> str:
@@ -51,9 +47,10 @@ def feedback_text(review: ReviewResult) -> str:
     if review.gate.errors:
         lines.append("Gate findings (deterministic checks):")
         lines += [f"- {f.path}:{f.line} [{f.rule}] {f.message}" for f in review.gate.errors]
-    if review.comments:
+    reviewer_comments = [c for c in review.comments if c.kind != "gate"]
+    if reviewer_comments:
         lines.append("Reviewer comments:")
-        lines += [f"- {c.path}:{c.line}: {c.message}" + (f" (evidence {c.evidence})" if c.evidence else "") for c in review.comments]
+        lines += [f"- {c.path}:{c.line}: {c.message}" + (f" (evidence {c.evidence})" if c.evidence else "") for c in reviewer_comments]
     return "\n".join(lines)
 
 
@@ -61,55 +58,60 @@ def run_loop(
     repo: Repo,
     ids: list[str] | None = None,
     since: str | None = None,
-    names: dict[str, str] | None = None,
-    speakers: dict[str, set[str]] | None = None,
+    user_speakers: Mapping[str, tuple[str, ...]] | None = None,
     build_index: bool = True,
-    model_proposer=None,  # noqa: ANN001 - injectable for tests
-    model_reviewer=None,  # noqa: ANN001
 ) -> RunResult:
-    roles = resolve_roles(repo.config)
-    proposal = propose(repo, ids, since, names, speakers, model_proposer=model_proposer)
+    agents = make_agents(repo.config)
+    budget = budget_for(repo.config.loop)
+    proposal = propose(repo, ids, since, user_speakers, agents)
     result = RunResult(proposal)
     if proposal.head is None:
         result.reason = "no claims to propose"
         return result
-    _add_usage(result.usage, proposal.usage)
+    result.usage = result.usage + proposal.usage
     max_rounds = repo.config.loop.max_rounds
     for round_no in range(1, max_rounds + 1):
-        review = review_branch(repo, proposal.branch, round_no, model_reviewer=model_reviewer)
+        review = review_branch(repo, proposal.branch, round_no, agents)
         result.reviews.append(review)
-        _add_usage(result.usage, review.usage)
+        result.usage = result.usage + review.usage
         if review.verdict == "approve":
             result.merge = merge_branch(repo, proposal.branch, build_index=build_index)
-            result.status = "merged"
+            result.status = RunStatus.MERGED
             return result
-        reason = _over_budget(repo, result.usage)
-        if round_no == max_rounds or reason:
-            result.reason = reason or f"not approved after {max_rounds} round(s)"
+        spent = check_budget(budget, result.usage, round_no)
+        if spent:
+            result.reason = spent if round_no < max_rounds else f"not approved after {max_rounds} round(s)"
             break
         workspace = clean_workspace(repo, proposal.branch)
-        entries_trailers = trailers_for([], proposal.base, roles.proposer, round_no + 1)
-        entries_trailers["Kb-Evidence"] = ", ".join(proposal.evidence_ids)
-        if roles.proposer.offline:
-            withdraw_flagged(workspace, review.comments)
-        else:
-            revise = model_proposer
-            if revise is None:
-                from pipeline.model_agents import run_model_proposer as revise
-            before = str(workspace.head().id)
-            try:
-                usage = revise(workspace, select_evidence(repo, list(proposal.evidence_ids)), roles.proposer, Path(proposal.run_dir), feedback=feedback_text(review), current_diff=None)
-            except KbError as exc:
-                result.reason = f"revision failed: {exc.message}"
-                break
-            _add_usage(result.usage, usage or {})
-            if str(workspace.head().id) != before:
-                workspace.commit(f"Revise after review round {round_no}", entries_trailers, allow_empty=True)
-                continue
-        if workspace.commit(f"Revise after review round {round_no}", entries_trailers) is None:
+        base = branch_base(repo, workspace.head())
+        entries = select_evidence(repo, list(proposal.evidence_ids))
+        task = ProposalTask(
+            evidence_items(repo, entries),
+            workspace.allowed,
+            dict(user_speakers or {}),
+            feedback=feedback_text(review),
+            comments=review.comments,
+            current_diff=branch_diff(workspace, proposal.base),
+        )
+        before = str(workspace.head().id)
+        backend = branch_backend(workspace, base)
+        try:
+            outcome = agents.proposer.propose(task, backend)
+        except KbError as exc:
+            partial = stopped_run(exc)
+            if partial is not None:
+                save_transcript(Path(proposal.run_dir), f"proposer-revision-{round_no}", partial.to_dict())
+            result.reason = f"revision failed: {exc.message}"
+            break
+        if outcome.transcript is not None:
+            save_transcript(Path(proposal.run_dir), f"proposer-revision-{round_no}", outcome.transcript)
+        result.usage = result.usage + outcome.usage
+        trailers = trailers_for(proposal.evidence_ids, proposal.base, agents.proposer.identity, round_no + 1)
+        changed = str(workspace.head().id) != before  # a model's reads committed some writes already
+        if workspace.commit(f"Revise after review round {round_no}", trailers, allow_empty=changed) is None:
             result.reason = f"round {round_no}: the Proposer made no change in response to the review"
             break
     head = clean_workspace(repo, proposal.branch).head()
     set_status(repo, str(head.id), "needs-human", {"branch": proposal.branch, "reason": result.reason, "rounds": len(result.reviews)})
-    result.status = "needs-human"
+    result.status = RunStatus.NEEDS_HUMAN
     return result

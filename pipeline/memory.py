@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.offline.proposer import display_name
 from kb.evidence import add_items
 from kb.intake import prepare_messages
 from kb.scopes import user_scope
@@ -25,13 +24,13 @@ class IngestResult:
     run: RunResult | None = None
 
 
-def user_speakers(user: str, sessions: list[Session], speaker: str | None) -> set[str]:
+def user_speakers(user: str, sessions: list[Session], speaker: str | None) -> tuple[str, ...]:
     """Which speakers are the user: --speaker, else 'user'/'human' or a speaker named like the id."""
     if speaker:
-        return {speaker}
+        return (speaker,)
     names = {s for session in sessions for s in session.speakers}
     match = {n for n in names if n.lower().replace(" ", "-") == user or n.lower().split()[0] == user}
-    return match or {"user", "human"}
+    return tuple(sorted(match)) or ("user", "human")
 
 
 def ingest(
@@ -56,6 +55,5 @@ def ingest(
     result = IngestResult(user, len(sessions), [e.id for e in added.added], added.duplicates, warnings)
     if not added.added:
         return result
-    name = next(iter(speakers)) if speakers - {"user", "human"} else display_name(user)
-    result.run = run_loop(repo, ids=result.added, names={user: name}, speakers={user: speakers}, build_index=build_index)
+    result.run = run_loop(repo, ids=result.added, user_speakers={user: speakers}, build_index=build_index)
     return result

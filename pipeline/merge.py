@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pygit2
 
+from kb.clock import iso_utc, utc_now
 from kb.errors import ConflictError, GateError
 from kb.repo import FILEMODE_BLOB, Repo
 from ci.gate import run_gate
@@ -21,13 +22,16 @@ from pipeline.records import ReviewRecord, proposal_info, reviews_of
 from pipeline.review import branch_base, clean_workspace
 from pipeline.workspace import WRITABLE, remove_workspace
 
+if TYPE_CHECKING:
+    from kb.retrieval.build import BuildResult
+
 
 @dataclass(frozen=True)
 class MergeResult:
     branch: str
     commit: str
     record_path: str
-    index: Any  # kb.retrieval.build build result, or None when no index is configured to build
+    index: BuildResult | None  # None with --no-index
 
 
 def _approval(repo: Repo, head: pygit2.Commit, base: pygit2.Commit, proposer_family: str, allow_same: bool) -> ReviewRecord:
@@ -72,7 +76,7 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
         if commit.id == base.id:
             break
         all_reviews.extend(r.to_json() for r in reviews_of(repo, str(commit.id)))
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or utc_now()
     slug = branch.removeprefix("kb/")
     record_path = f"reviews/{now:%Y}/{slug}.json"
     record = {
@@ -84,7 +88,7 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
         "reviewer": {"model": approval.reviewer_model, "family": approval.reviewer_family},
         "rounds": max((r["round"] for r in all_reviews), default=1),
         "reviews": sorted(all_reviews, key=lambda r: (r["round"], r["at"])),
-        "merged_at": now.replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "merged_at": iso_utc(now),
     }
     blob = repo.git.create_blob((json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
     index.add(pygit2.IndexEntry(record_path, blob, FILEMODE_BLOB))

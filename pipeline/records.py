@@ -17,12 +17,11 @@ from typing import Any
 
 import pygit2
 
+from agents.schemas import VerdictName
 from kb.repo import Repo
 
 REVIEWS_REF = "refs/notes/kb-reviews"
 STATUS_REF = "refs/notes/kb-status"
-OFFLINE_PROPOSER = ("kb-offline/extractive", "kb-extractive")
-OFFLINE_REVIEWER = ("kb-offline/deterministic", "kb-deterministic")
 TRAILER_RE = re.compile(r"^([A-Z][A-Za-z-]+): (.*)$")
 
 
@@ -32,7 +31,7 @@ class ReviewRecord:
     head: str
     base: str
     round: int
-    verdict: str  # approve | request_changes
+    verdict: VerdictName
     reviewer_model: str
     reviewer_family: str
     proposer_model: str

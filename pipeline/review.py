@@ -6,19 +6,22 @@ approval is bound to what was reviewed.
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import pygit2
 
-from agents.schemas import Comment
-from kb.errors import ConflictError
-from kb.repo import Repo
+from agents.llm import Usage
+from agents.loop import stopped_run
+from agents.protocols import GateFinding, ReviewTask
+from agents.schemas import Comment, VerdictName
 from ci.gate import GateReport, run_gate
-from agents.offline.reviewer import review_offline
+from kb.clock import iso_utc
+from kb.errors import ConflictError, KbError
+from kb.repo import Repo
+from kb.scopes import PAGE_FOLDERS, folder_for_scope, scope_for_path
+from pipeline.backend import branch_backend
 from pipeline.records import ReviewRecord, add_review, proposal_info
-from pipeline.roles import Role, resolve_roles
+from pipeline.roles import Agents, make_agents
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import WRITABLE, Workspace, open_workspace
 
@@ -28,12 +31,12 @@ class ReviewResult:
     branch: str
     head: str
     base: str
-    verdict: str
+    verdict: VerdictName
     summary: str
-    comments: list[Comment]
+    comments: tuple[Comment, ...]
     gate: GateReport
     record: ReviewRecord
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: Usage
 
 
 def branch_base(repo: Repo, head: pygit2.Commit) -> pygit2.Commit:
@@ -51,45 +54,64 @@ def clean_workspace(repo: Repo, branch: str) -> Workspace:
     return workspace
 
 
-def review_branch(repo: Repo, branch: str, round_no: int = 1, model_reviewer=None) -> ReviewResult:  # noqa: ANN001
-    roles = resolve_roles(repo.config)
+def review_task(repo: Repo, branch: str, base: pygit2.Commit, head: pygit2.Commit, gate: GateReport, evidence_ids: tuple[str, ...]) -> ReviewTask:
+    """What the Reviewer gets: the diff, the gate's findings and each changed page before and after."""
+    diff = repo.git.diff(base.tree, head.tree, context_lines=3)
+    changed = tuple(sorted({p for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}))
+
+    def text_at(commit: pygit2.Commit, path: str) -> str | None:
+        data = repo.read_at(commit, path) if path.startswith(PAGE_FOLDERS) else None
+        return data.decode("utf-8", errors="replace") if data is not None else None
+
+    findings = tuple(GateFinding(f.path, f.line, f.rule, f.message) for f in gate.errors)
+    return ReviewTask(
+        branch=branch,
+        head=str(head.id),
+        base=str(base.id),
+        diff=diff.patch or "",
+        changed_files=changed,
+        evidence_ids=evidence_ids,
+        gate_findings=findings,
+        gate_text=gate.text() if findings else "",
+        before={p: text_at(base, p) for p in changed},
+        after={p: text_at(head, p) for p in changed},
+    )
+
+
+def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | None = None) -> ReviewResult:
+    agents = agents or make_agents(repo.config)
     workspace = clean_workspace(repo, branch)
     head = workspace.head()
     base = branch_base(repo, head)
     gate = run_gate(workspace.view, base)
     info = proposal_info(repo, head, base.id)
+    evidence = tuple(e.strip() for e in info.get("Kb-Evidence", "").split(",") if e.strip())
+    task = review_task(repo, branch, base, head, gate, evidence)
+    folders = tuple(sorted({folder_for_scope(s) for p in task.changed_files if (s := scope_for_path(p))})) or ("knowledge/",)
     run_dir = new_run_dir(repo, "review")
-    usage: dict[str, Any] = {}
-    reviewer = roles.reviewer
-    if not gate.ok and not reviewer.offline:
-        # The gate's findings go back to the Proposer first: no model tokens on typos.
-        verdict, summary = "request_changes", f"Deterministic gate: {len(gate.errors)} error(s); the model reviewer was not called."
-        comments = [Comment(path=f.path, line=f.line, message=f"[{f.rule}] {f.message}") for f in gate.errors]
-        reviewer = Role("kb-gate/deterministic", "kb-deterministic", None)
-        save_transcript(run_dir, "reviewer", {"agent": reviewer.model, "head": str(head.id), "gate": gate.text(), "verdict": verdict})
-    elif reviewer.offline:
-        outcome = review_offline(repo, base, head, gate)
-        verdict, summary, comments = outcome.verdict, outcome.summary, outcome.comments
-        save_transcript(run_dir, "reviewer", {"agent": roles.reviewer.model, "head": str(head.id), "gate": gate.text(), "verdict": verdict, "comments": [c.model_dump() for c in comments]})
-    else:
-        if model_reviewer is None:
-            from pipeline.model_agents import run_model_reviewer as model_reviewer
-        verdict, summary, comments, usage = model_reviewer(repo, workspace, base, head, gate, info, roles.reviewer, run_dir)
+    try:
+        outcome = agents.reviewer.review(task, branch_backend(workspace, base, folders))
+    except KbError as exc:
+        partial = stopped_run(exc)
+        if partial is not None:
+            save_transcript(run_dir, "reviewer", partial.to_dict())
+        raise
+    save_transcript(run_dir, "reviewer", (outcome.transcript or {"agent": outcome.reviewer.model}) | {"head": task.head, "verdict": outcome.verdict, "comments": [c.model_dump() for c in outcome.comments]})
     record = ReviewRecord(
         branch=branch,
-        head=str(head.id),
-        base=str(base.id),
+        head=task.head,
+        base=task.base,
         round=round_no,
-        verdict=verdict,
-        reviewer_model=reviewer.model,
-        reviewer_family=reviewer.family,
+        verdict=outcome.verdict,
+        reviewer_model=outcome.reviewer.model,
+        reviewer_family=outcome.reviewer.family,
         proposer_model=info.get("Kb-Proposer-Model", "unknown"),
         proposer_family=info.get("Kb-Proposer-Family", "unknown"),
-        at=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-        summary=summary,
+        at=iso_utc(),
+        summary=outcome.summary,
         gate_errors=len(gate.errors),
-        comments=[c.model_dump() for c in comments],
-        usage=usage,
+        comments=[c.model_dump() for c in outcome.comments],
+        usage=outcome.usage.to_dict(),
     )
     add_review(repo, record)
-    return ReviewResult(branch, str(head.id), str(base.id), verdict, summary, comments, gate, record, usage)
+    return ReviewResult(branch, task.head, task.base, outcome.verdict, outcome.summary, outcome.comments, gate, record, outcome.usage)

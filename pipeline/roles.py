@@ -1,4 +1,5 @@
-"""Which agents play Proposer and Reviewer: configured models (via litellm) or the offline ones.
+"""Which agents play Proposer and Reviewer: configured models (through litellm) or the built-in
+offline ones. Both kinds implement the same protocols (``agents.protocols``).
 
 Families come from the model names; a proposer and reviewer of the same family are refused
 unless ``models.allow_same_family: true``. The built-in offline agents are families of their own.
@@ -6,58 +7,40 @@ unless ``models.allow_same_family: true``. The built-in offline agents are famil
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.family import check_distinct_families, model_family
+from agents.llm import LiteLLMClient, budget_for
+from agents.offline.proposer import OfflineProposer
+from agents.offline.reviewer import OfflineReviewer
+from agents.protocols import AgentIdentity, Proposer, Reviewer
 from kb.config import Config, ModelRole
-from pipeline.records import OFFLINE_PROPOSER, OFFLINE_REVIEWER
 
 
 @dataclass(frozen=True)
-class Role:
-    model: str
-    family: str
-    settings: ModelRole | None  # None: the built-in offline agent
-
-    @property
-    def offline(self) -> bool:
-        return self.settings is None
+class Agents:
+    proposer: Proposer
+    reviewer: Reviewer
 
 
-@dataclass(frozen=True)
-class Roles:
-    proposer: Role
-    reviewer: Role
-    allow_same_family: bool
+def identity_of(role: ModelRole) -> AgentIdentity:
+    return AgentIdentity(role.model, model_family(role.model, role.family))
 
 
-def _role(setting: ModelRole | None, offline: tuple[str, str]) -> Role:
-    if setting is None:
-        return Role(offline[0], offline[1], None)
-    return Role(setting.model, model_family(setting.model, setting.family), setting)
+def client_for(role: ModelRole, sleep: Callable[[float], None] = time.sleep) -> LiteLLMClient:
+    return LiteLLMClient(role, sleep=sleep)
 
 
-def resolve_roles(config: Config) -> Roles:
+def make_agents(config: Config) -> Agents:
+    """The configured Proposer and Reviewer; the offline ones where no model is set."""
+    from agents.proposer import ModelProposer
+    from agents.reviewer import ModelReviewer
+
     models = config.models
-    proposer = _role(models.proposer, OFFLINE_PROPOSER)
-    reviewer = _role(models.reviewer, OFFLINE_REVIEWER)
-    check_distinct_families(proposer.family, reviewer.family, models.allow_same_family)
-    return Roles(proposer, reviewer, models.allow_same_family)
-
-
-def client_for(role: Role, sleep=None):  # noqa: ANN001, ANN201 - agents.llm types, imported lazily
-    """A litellm client for a configured role; invalid options are a ConfigError."""
-    import time
-
-    from pydantic import ValidationError
-
-    from agents.llm import LiteLLMClient, ModelSettings
-    from kb.errors import ConfigError
-
-    if role.settings is None:
-        raise ConfigError(f"{role.model} is a built-in offline agent, not a model")
-    try:
-        settings = ModelSettings(**role.settings.model_dump())
-    except ValidationError as exc:
-        raise ConfigError(f"kb.config.yaml: model {role.model}: {exc.errors()[0]['msg']}") from None
-    return LiteLLMClient(settings, sleep=sleep or time.sleep)
+    budget = budget_for(config.loop)
+    proposer: Proposer = OfflineProposer() if models.proposer is None else ModelProposer(client_for(models.proposer), identity_of(models.proposer), budget)
+    reviewer: Reviewer = OfflineReviewer() if models.reviewer is None else ModelReviewer(client_for(models.reviewer), identity_of(models.reviewer), budget)
+    check_distinct_families(proposer.identity.family, reviewer.identity.family, models.allow_same_family)
+    return Agents(proposer, reviewer)

@@ -1,5 +1,8 @@
-"""Dependencies point one way: agents and ci build on kb; pipeline builds on all three; ci never
-imports agents; kb imports none of them except its CLI modules (the composition root)."""
+"""The layers, enforced (docs/architecture.md): kb outside its CLI imports none of agents, ci,
+pipeline; ci imports no agents or pipeline; agents imports no pipeline; the canonical modules
+never import the retrieval package; and no two modules import each other, directly or round a
+longer cycle. Every import counts, including those inside functions and TYPE_CHECKING blocks;
+relative imports are resolved first. No file is exempt by name."""
 
 from __future__ import annotations
 
@@ -9,27 +12,86 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN = {"kb": {"agents", "ci", "pipeline"}, "ci": {"agents", "pipeline"}, "agents": {"ci", "pipeline"}, "pipeline": set()}
+PACKAGES = ("kb", "agents", "ci", "pipeline")
+FORBIDDEN = {"kb": {"agents", "ci", "pipeline"}, "ci": {"agents", "pipeline"}, "agents": {"pipeline"}, "pipeline": set()}
+CANONICAL = ("kb.page", "kb.markdown", "kb.evidence", "kb.intake", "kb.repo", "kb.config", "kb.scopes", "kb.ids", "kb.errors", "kb.clock")
 
 
-def imports_of(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = set()
-    for node in ast.walk(tree):
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Project modules that ``path`` imports (``from a import b`` counts a.b when b is a module)."""
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules)
+    return {name for name in found if name.split(".")[0] in PACKAGES and name in modules and name != here}
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def graph() -> dict[str, set[str]]:
+    modules = all_modules()
+    return {name: imports_of(path, modules) for name, path in modules.items()}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
 def test_package_imports_point_one_way(package: str) -> None:
     bad = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        if package == "kb" and path.name.startswith("cli"):
+    for name, targets in sorted(graph().items()):
+        if name.split(".")[0] != package or name == "kb.cli" or name.startswith("kb.cli."):
             continue
-        wrong = imports_of(path) & FORBIDDEN[package]
+        wrong = sorted(t for t in targets if t.split(".")[0] in FORBIDDEN[package])
         if wrong:
-            bad.append(f"{path.relative_to(ROOT)} imports {sorted(wrong)}")
+            bad.append(f"{name} imports {wrong}")
     assert bad == []
+
+
+def test_canonical_modules_never_import_the_retrieval_package() -> None:
+    edges = graph()
+    bad = [f"{m} imports {sorted(t for t in edges[m] if t.startswith('kb.retrieval'))}" for m in CANONICAL if any(t.startswith("kb.retrieval") for t in edges[m])]
+    assert bad == []
+
+
+def test_no_import_cycles() -> None:
+    edges = graph()
+    # A package's __init__ is imported along with each of its modules; it may not import back.
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                cycles.append(stack[stack.index(target) :] + [target])
+            elif target not in state:
+                visit(target, [*stack, target])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+def test_the_layer_check_sees_what_it_must() -> None:
+    """The checker itself: a relative import and a function-level import are both seen."""
+    modules = all_modules()
+    assert "kb.errors" in imports_of(ROOT / "kb" / "config.py", modules)
+    assert "pipeline.loop" in imports_of(ROOT / "kb" / "cli" / "loop.py", modules)

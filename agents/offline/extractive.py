@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.protocols import EvidenceItem
 from kb.markdown import FOOTDEF_RE, format_citation
 from kb.page import Page, page_id_for_path, parse_page, render_page
 
@@ -29,16 +30,6 @@ FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|we|we're|our|
 # "US" is a country)
 FIRST_PERSON_LEFT_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself|we|we're|our|us)\b")
 SECOND_PERSON_FACT_RE = re.compile(r"\b(?:you|your)\b", re.I)
-
-
-@dataclass(frozen=True)
-class EvidenceInput:
-    id: str
-    kind: str
-    scope: str
-    text: str
-    source: str = ""
-    date: str = ""  # ISO date of the material (session date), for validity
 
 
 @dataclass(frozen=True)
@@ -147,7 +138,7 @@ def _iso_date(value: str | None) -> str:
     return m.group(0) if m else ""
 
 
-def conversation_statements(item: EvidenceInput, user_speakers: set[str], name: str) -> list[Statement]:
+def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: str) -> list[Statement]:
     """Informative sentences of a stored conversation, each with its line span."""
     lines = item.text.splitlines()
     messages: list[tuple[int, int, str, str, str]] = []  # start, end, speaker, time, text

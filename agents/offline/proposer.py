@@ -1,7 +1,8 @@
-"""Plans of the offline Proposer: which pages to write for new evidence (pure functions).
+"""The offline Proposer: which pages to write for new evidence, without a model.
 
-``plan_changes`` takes the new evidence and the current text of the pages it may touch and
-returns the new text of every page to write. The pipeline applies the plan to the work branch.
+The ``plan_*`` functions are pure: they take the new evidence and the current text of the pages
+they may touch and return the new text of every page to write. ``OfflineProposer`` implements
+the Proposer protocol by applying a plan through the backend of its work branch.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 from agents.offline.extractive import (
     GENERATED_TAG,
     SENTENCE_RE,
-    EvidenceInput,
     MemoryPage,
     Entry,
     Statement,
@@ -27,8 +27,12 @@ from agents.offline.extractive import (
     topic_of,
     _terminated,
 )
+from agents.backend import WriteBackend
+from agents.offline.revision import withdraw_flagged
+from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
 from kb.markdown import slugify
 from kb.page import page_id_for_path, parse_page, render_page
+from kb.scopes import SYSTEM, user_of
 from kb.tokens import count_tokens
 
 IDENTITY = {"name", "home", "address", "work", "phone", "email"}
@@ -94,7 +98,7 @@ def new_index(folder: str, title: str, summary: str, scope: str) -> str:
 # ---- documents ---------------------------------------------------------------------------
 
 
-def document_page(item: EvidenceInput, path: str, existing: str | None) -> tuple[str, int]:
+def document_page(item: EvidenceItem, path: str, existing: str | None) -> tuple[str, int]:
     lines = item.text.splitlines()
     title = next((l[2:].strip() for l in lines if l.startswith("# ")), "") or item.source or item.id
     memory = load_memory_page(existing, path) if existing else MemoryPage(path, title, "fact", "system" if item.scope == "system" else item.scope)
@@ -131,7 +135,7 @@ def document_page(item: EvidenceInput, path: str, existing: str | None) -> tuple
     return render_memory_page(memory, summary, overview_limit=20, leads_only=True), added
 
 
-def plan_documents(items: list[EvidenceInput], read: ReadPage) -> Plan:
+def plan_documents(items: list[EvidenceItem], read: ReadPage) -> Plan:
     writes: dict[str, str] = {}
     claims = 0
     index_path = "knowledge/index.md"
@@ -164,7 +168,7 @@ def _profile_section(key: str) -> str:
     return "People"
 
 
-def plan_user_memory(user: str, items: list[EvidenceInput], read: ReadPage, name: str | None = None, speakers: set[str] | None = None) -> Plan:
+def plan_user_memory(user: str, items: list[EvidenceItem], read: ReadPage, name: str | None = None, speakers: set[str] | None = None) -> Plan:
     """Profile, topic pages and timeline of ``users/<user>/`` updated with ``items`` (date order)."""
     name = name or display_name(user)
     folder = f"users/{user}"
@@ -315,3 +319,48 @@ def _page_summary(memory: MemoryPage, name: str) -> str:
 
 
 __all__ = ["GENERATED_TAG", "Plan", "plan_documents", "plan_user_memory", "upsert_index_entry", "new_index"]
+
+
+# ---- the Proposer protocol ---------------------------------------------------------------------
+
+OFFLINE_PROPOSER = AgentIdentity("kb-offline/extractive", "kb-extractive")
+
+
+def user_name(user: str, speakers: tuple[str, ...]) -> str:
+    """How claims name the user: the speaker name their conversations use, else one made from
+    the id."""
+    named = [s for s in speakers if s.lower() not in ("user", "human")]
+    return named[0] if named else display_name(user)
+
+
+def plan_task(task: ProposalTask, read: ReadPage) -> list[Plan]:
+    """The pages to write for a task: one plan for shared documents, one per user."""
+    plans = []
+    system = [i for i in task.evidence if i.scope == SYSTEM]
+    if system:
+        plans.append(plan_documents(system, read))
+    for user in sorted({u for i in task.evidence if (u := user_of(i.scope))}):
+        mine = [i for i in task.evidence if i.scope == f"user:{user}"]
+        speakers = task.user_speakers.get(user, ())
+        plans.append(plan_user_memory(user, mine, read, user_name(user, speakers), set(speakers)))
+    return plans
+
+
+class OfflineProposer:
+    """The built-in extractive Proposer (no model). A revision cannot rewrite a claim: it
+    withdraws what the review flagged (``agents.offline.revision``)."""
+
+    identity = OFFLINE_PROPOSER
+
+    def propose(self, task: ProposalTask, backend: WriteBackend) -> ProposerOutcome:
+        if task.is_revision:
+            withdraw_flagged(backend, task.comments)
+            return ProposerOutcome()
+        claims = closed = 0
+        for plan in plan_task(task, backend.page_text):
+            for path, text in sorted(plan.writes.items()):
+                backend.write_page(path, text)
+            claims += plan.claims
+            closed += plan.closed
+        record = {"agent": self.identity.model, "evidence": [i.id for i in task.evidence], "claims": claims, "closed": closed}
+        return ProposerOutcome(claims, closed, transcript=record)

@@ -9,39 +9,27 @@ misstates its meaning in other words, or a contradiction expressed in different 
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
-import pygit2
-
+from agents.backend import ReadBackend
+from agents.protocols import AgentIdentity, ReviewOutcome, ReviewTask
 from agents.schemas import Comment
 from kb.errors import FormatError
 from kb.page import Page, parse_page
-from kb.repo import Repo
-from ci.gate import GateReport
+from kb.scopes import PAGE_FOLDERS
 
-FOOTNOTE_LINE_RE = re.compile(r"^\[\^([^\]\s]+)\]:")
-
-
-@dataclass(frozen=True)
-class OfflineVerdict:
-    verdict: str
-    summary: str
-    comments: list[Comment]
+OFFLINE_REVIEWER = AgentIdentity("kb-offline/deterministic", "kb-deterministic")
 
 
-def _page_at(repo: Repo, commit: pygit2.Commit, path: str) -> Page | None:
-    data = repo.read_at(commit, path)
-    if data is None:
+def _page(text: str | None, path: str) -> Page | None:
+    if text is None:
         return None
     try:
-        return parse_page(data, path)
+        return parse_page(text, path)
     except FormatError:
         return None
 
 
 def conflicting_facts(page: Page) -> list[Comment]:
-    current: dict[str, list[dict]] = {}
+    current: dict[str, list[dict[str, object]]] = {}
     for fact in page.meta.get("facts") or []:
         if isinstance(fact, dict) and fact.get("key") and not fact.get("valid_to") and ":" not in str(fact["key"]):
             current.setdefault(str(fact["key"]), []).append(fact)
@@ -50,7 +38,7 @@ def conflicting_facts(page: Page) -> list[Comment]:
     for key, facts in sorted(current.items()):
         values = sorted({str(f.get("value")) for f in facts})
         if len(values) > 1:
-            out.append(Comment(path=page.path, line=line, message=f"conflict: `{key}` has several current values ({', '.join(values)}); close the older one with valid_to or mark the page disputed", evidence=str(facts[-1].get("source") or "")))
+            out.append(Comment(kind="conflict", path=page.path, line=line, message=f"conflict: `{key}` has several current values ({', '.join(values)}); close the older one with valid_to or mark the page disputed", evidence=str(facts[-1].get("source") or "")))
     return out
 
 
@@ -64,33 +52,37 @@ def deleted_claims(before: Page, after: Page | None, elsewhere: set[str]) -> lis
     out = []
     for ref, cite in sorted(old.items()):
         if ref not in new and ref not in elsewhere:
-            out.append(Comment(path=before.path, line=0 if after is None else 1, message=f"over-deletion: the claim citing {ref} (\"{cite.quote[:80]}\") was removed although its evidence still stands; close it with valid_to or deprecate the page instead", evidence=ref))
+            out.append(Comment(kind="over_deletion", path=before.path, line=0 if after is None else 1, message=f"over-deletion: the claim citing {ref} (\"{cite.quote[:80]}\") was removed although its evidence still stands; close it with valid_to or deprecate the page instead", evidence=ref))
     return out
 
 
-def review_offline(repo: Repo, base: pygit2.Commit, head: pygit2.Commit, gate: GateReport) -> OfflineVerdict:
-    comments = [
-        Comment(path=f.path, line=f.line, message=f"[{f.rule}] {f.message}", evidence=None)
-        for f in gate.errors
-    ]
-    diff = repo.git.diff(base.tree, head.tree)
-    changed = [d.new_file.path if d.status != pygit2.enums.DeltaStatus.DELETED else d.old_file.path for d in diff.deltas]
-    pages = [p for p in changed if p.endswith(".md") and p.startswith(("knowledge/", "users/"))]
-    after_pages = {p: _page_at(repo, head, p) for p in pages}
-    cited_after = {
-        c.evidence_id + f"#L{c.start}-L{c.end}"
-        for page in after_pages.values()
-        if page is not None
-        for c in page.structure.citations
-        if c.evidence_id
-    }
-    for path in pages:
-        after = after_pages[path]
-        before = _page_at(repo, base, path)
-        if after is not None:
-            comments.extend(conflicting_facts(after))
-        if before is not None:
-            comments.extend(deleted_claims(before, after, cited_after))
-    if comments:
-        return OfflineVerdict("request_changes", f"{len(comments)} problem(s): gate errors {len(gate.errors)}, others {len(comments) - len(gate.errors)}.", comments)
-    return OfflineVerdict("approve", f"Gate clean ({gate.checked} page(s) checked); no conflicting current facts; no over-deletion in {len(pages)} changed page(s).", [])
+class OfflineReviewer:
+    """The built-in deterministic Reviewer: it reads the task's pages before and after, never
+    instructions inside them."""
+
+    identity = OFFLINE_REVIEWER
+
+    def review(self, task: ReviewTask, backend: ReadBackend) -> ReviewOutcome:
+        comments = [Comment(path=f.path, line=f.line, message=f"[{f.rule}] {f.message}", kind="gate") for f in task.gate_findings]
+        pages = [p for p in task.changed_files if p.endswith(".md") and p.startswith(PAGE_FOLDERS)]
+        after_pages = {p: _page(task.after.get(p), p) for p in pages}
+        cited_after = {
+            c.evidence_id + f"#L{c.start}-L{c.end}"
+            for page in after_pages.values()
+            if page is not None
+            for c in page.structure.citations
+            if c.evidence_id
+        }
+        for path in pages:
+            after = after_pages[path]
+            before = _page(task.before.get(path), path)
+            if after is not None:
+                comments.extend(conflicting_facts(after))
+            if before is not None:
+                comments.extend(deleted_claims(before, after, cited_after))
+        gate = len(task.gate_findings)
+        if comments:
+            summary = f"{len(comments)} problem(s): gate errors {gate}, others {len(comments) - gate}."
+            return ReviewOutcome("request_changes", summary, tuple(comments), self.identity)
+        summary = f"Gate clean; no conflicting current facts; no over-deletion in {len(pages)} changed page(s)."
+        return ReviewOutcome("approve", summary, (), self.identity, transcript={"agent": self.identity.model, "head": task.head, "verdict": "approve"})

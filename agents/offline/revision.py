@@ -9,19 +9,19 @@ import re
 from agents.schemas import Comment
 from kb.errors import FormatError
 from kb.page import parse_page, render_page
-from pipeline.workspace import Workspace
+from agents.backend import WriteBackend
 
 REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
 
 
-def withdraw_flagged(workspace: Workspace, comments: list[Comment]) -> int:
+def withdraw_flagged(backend: WriteBackend, comments: tuple[Comment, ...]) -> int:
     """Apply the offline fixes; returns how many edits were made."""
     by_path: dict[str, list[Comment]] = {}
     for comment in comments:
         by_path.setdefault(comment.path, []).append(comment)
     edits = 0
     for path, items in sorted(by_path.items()):
-        text = workspace.read_text(path) if path.startswith(workspace.allowed) else None
+        text = backend.page_text(path)
         if text is None:
             continue
         try:
@@ -37,12 +37,12 @@ def withdraw_flagged(workspace: Workspace, comments: list[Comment]) -> int:
         still_used = {label for line in kept if not line.startswith("[^") for label in REF_RE.findall(line)}
         kept = [line for line in kept if not (line.startswith("[^") and line[2 : line.index("]")] in labels_dropped - still_used)]
         new_text = "\n".join(kept)
-        if any("conflict:" in c.message for c in items):
+        if any(c.kind == "conflict" for c in items):
             page2 = parse_page(new_text, path)
             meta = dict(page2.meta)
             meta["status"] = "disputed"
             new_text = render_page(meta, page2.body)
         if new_text != text:
-            workspace.write_page(path, new_text)
+            backend.write_page(path, new_text)
             edits += 1
     return edits

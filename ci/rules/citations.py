@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from ci.findings import Finding
 from ci.rules import selected_pages
-from ci.rules.links import visible_from
 from ci.selection import Selection
 from ci.snapshot import Snapshot, normalise_quote
 from kb.page import Page
-from kb.scopes import scope_for_path
+from kb.scopes import scope_for_path, visible_from
 
 CITE_HINT = 'cite as [^n]: ev-<id>#L3-L4 "verbatim quote"'
 

@@ -21,8 +21,9 @@ def _sha(data: bytes) -> str:
 
 
 def check_ledger(snapshot: Snapshot, selection: Selection) -> list[Finding]:
-    if snapshot.ledger_error is not None:
-        return [Finding(LEDGER_PATH, 1, "evidence.ledger", snapshot.ledger_error.message.split(": ", 1)[-1], hint=RESTORE)]
+    error = snapshot.ledger_error
+    if error is not None:
+        return [Finding(LEDGER_PATH, error.line or 1, "evidence.ledger", error.detail, hint=RESTORE)]
     out = [Finding(LEDGER_PATH, line, "evidence.chain", msg, hint=RESTORE) for line, msg in verify_chain(snapshot.ledger)]
     recorded = {e.path for e in snapshot.ledger}
     changed = None if selection.evidence_paths is None else set(selection.evidence_paths)
@@ -47,7 +48,7 @@ def check_against_base(snapshot: Snapshot, base: pygit2.Commit, repo_git: pygit2
     out: list[Finding] = []
     try:
         entry = base.tree[LEDGER_PATH]
-        base_text = repo_git[entry.id].data.decode("utf-8")
+        base_text = repo_git[entry.id].read_raw().decode("utf-8")
     except KeyError:
         base_text = ""
     ledger_file = snapshot.root / LEDGER_PATH
@@ -67,7 +68,7 @@ def check_against_base(snapshot: Snapshot, base: pygit2.Commit, repo_git: pygit2
     for e in base_entries:
         file = snapshot.root / e.path
         try:
-            base_blob = repo_git[base.tree[e.path].id].data
+            base_blob = repo_git[base.tree[e.path].id].read_raw()
         except KeyError:
             continue
         if not file.is_file():

@@ -9,12 +9,12 @@ from ci.findings import Finding
 from ci.selection import Selection
 from ci.snapshot import Snapshot
 from kb.errors import FormatError
+from kb.ids import is_evidence_id
 from kb.page import FIELD_ORDER, PAGE_TYPES, Page, STATUSES, page_id_for_path
 from kb.scopes import scope_for_path
 
 REQUIRED = ("id", "type", "title", "summary", "scope", "status")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$")
-EVIDENCE_ID_RE = re.compile(r"^ev-[0-9a-f]{8,64}$")
 HINT = "see docs/format.md for the page header"
 
 
@@ -41,7 +41,7 @@ def _type_problem(key: str, value: Any) -> str | None:
         if not _is_str_list(value):
             return f"`{key}` must be a list of strings (got {value!r})"
     elif key == "sources":
-        if not _is_str_list(value) or not all(EVIDENCE_ID_RE.match(v) for v in value):
+        if not _is_str_list(value) or not all(is_evidence_id(v) for v in value):
             return f"`sources` must be a list of evidence ids like ev-9f2c4e1ab07d3c55 (got {value!r})"
     elif key == "verified":
         if value is not None and not (
@@ -96,8 +96,7 @@ def check(snapshot: Snapshot, selection: Selection) -> list[Finding]:
     for path in selection.pages:
         page = snapshot.page(path)
         if isinstance(page, FormatError):
-            line = int(m.group(1)) if (m := re.search(rf"{re.escape(path)}:(\d+):", page.message)) else 1
-            out.append(Finding(path, line, "page.parse", page.message.split(": ", 1)[-1] if ":" in page.message else page.message, hint=page.hint))
+            out.append(Finding(path, page.line or 1, "page.parse", page.detail, hint=page.hint))
             continue
         out.extend(check_page(page))
         pid = page.meta.get("id")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from ci.findings import Finding
 from ci.snapshot import Snapshot, normalise_quote
@@ -24,11 +25,15 @@ NEGATION_RE = re.compile(
 )
 
 
+GroundingRule = Literal["grounding.date", "grounding.number", "grounding.negation"]
+
+
 @dataclass(frozen=True)
-class ClaimCheck:
-    path: str
-    line: int
-    problem: str
+class Ungrounded:
+    """One way a claim is not supported by what it cites."""
+
+    rule: GroundingRule
+    message: str
 
 
 def _numbers(text: str) -> set[str]:
@@ -41,28 +46,28 @@ def _date_forms(year: str, month: str, day: str) -> list[str]:
     return [f"{year}-{month}-{day}", f"{name} {d}", f"{d} {name}", f"{name} {d}st", f"{name} {d}nd", f"{name} {d}rd", f"{name} {d}th", f"{year}/{month}/{day}", f"{year}年{int(month)}月{d}日"]
 
 
-def check_claim(claim_text: str, quote: str, span: str) -> list[str]:
+def check_claim(claim_text: str, quote: str, span: str) -> list[Ungrounded]:
     """Problems of one claim against its evidence (empty when grounded)."""
     claim = FOOTREF_RE.sub("", claim_text)
     evidence = normalise_quote(quote + " \n " + span).lower()
-    problems = []
+    problems: list[Ungrounded] = []
     claim_wo_dates = claim
     for match in ISO_DATE_RE.finditer(claim):
         forms = _date_forms(*match.groups())
         if not any(form in evidence for form in forms):
-            problems.append(f"the date {match.group(0)} is not in the cited evidence")
+            problems.append(Ungrounded("grounding.date", f"the date {match.group(0)} is not in the cited evidence"))
         claim_wo_dates = claim_wo_dates.replace(match.group(0), " ")
     evidence_numbers = _numbers(evidence)
     for number in sorted(_numbers(claim_wo_dates)):
         if number not in evidence_numbers:
-            problems.append(f"the number {number} is not in the cited evidence")
+            problems.append(Ungrounded("grounding.number", f"the number {number} is not in the cited evidence"))
     claim_neg = bool(NEGATION_RE.search(claim))
     quote_neg = bool(NEGATION_RE.search(quote))
     span_neg = bool(NEGATION_RE.search(span))
     if claim_neg and not (quote_neg or span_neg):
-        problems.append("the claim is negated but the cited evidence is not")
+        problems.append(Ungrounded("grounding.negation", "the claim is negated but the cited evidence is not"))
     if quote_neg and not claim_neg:
-        problems.append("the quote contains a negation that the claim drops")
+        problems.append(Ungrounded("grounding.negation", "the quote contains a negation that the claim drops"))
     return problems
 
 
@@ -79,6 +84,5 @@ def check_page_grounding(snapshot: Snapshot, page: Page) -> list[Finding]:
                 continue  # reported by the citation rules
             span = "\n".join(lines[cite.start - 1 : cite.end])
             for problem in check_claim(claim.text, cite.quote, span):
-                rule = "grounding.negation" if "negat" in problem else ("grounding.date" if "date" in problem else "grounding.number")
-                out.append(Finding(page.path, claim.line, rule, f"[^{label}] {problem}", hint=f"cite the evidence that states it, or fix the claim ({cite.evidence_id}#L{cite.start}-L{cite.end})"))
+                out.append(Finding(page.path, claim.line, problem.rule, f"[^{label}] {problem.message}", hint=f"cite the evidence that states it, or fix the claim ({cite.evidence_id}#L{cite.start}-L{cite.end})"))
     return out

@@ -9,12 +9,7 @@ from ci.rules import selected_pages
 from ci.selection import Selection
 from ci.snapshot import Snapshot
 from kb.page import Page, page_id_for_path
-from kb.scopes import scope_for_path
-
-
-def visible_from(page_scope: str | None, target_scope: str | None) -> bool:
-    """A reader of ``page_scope`` may also read ``target_scope``."""
-    return target_scope == "system" or target_scope == page_scope
+from kb.scopes import scope_for_path, visible_from
 
 
 def _resolve_md(page_path: str, target: str) -> str:

@@ -17,7 +17,7 @@ from kb.evidence import LEDGER_PATH, ledger_at
 from kb.page import Page, page_id_for_path, parse_page
 from kb.repo import Repo
 from kb.retrieval.chunking import EVIDENCE, PAGE, Chunk, chunk_evidence, chunk_page
-from kb.scopes import PAGE_FOLDERS, scope_for_path
+from kb.scopes import PAGE_FOLDERS, SYSTEM, scope_for_path
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Doc:
     path: str
     title: str
     summary: str = ""
-    scope: str = "system"
+    scope: str = SYSTEM
     status: str = "active"
     valid_from: str = ""
     valid_to: str = ""

@@ -17,9 +17,8 @@ from typing import Any
 
 from kb.errors import FormatError, NotFoundError, UsageError
 from kb.page import OVERVIEW_HEADING, Page, page_id_for_path, parse_page
-from kb.scopes import scope_for_path
-from kb.scopes import parse_principal
 from kb.repo import Repo
+from kb.scopes import SYSTEM, can_read, parse_principal, readable_folders, scope_for_path
 from kb.tokens import count_tokens
 
 LEVELS = ("L0", "L1", "L2")
@@ -98,13 +97,12 @@ def page_path(page: str) -> str:
     return name if name.endswith(".md") else name + ".md"
 
 
-def load_page(repo: Repo, page: str, principal: str = "system", commit: str | None = None) -> tuple[Page, str]:
+def load_page(repo: Repo, page: str, principal: str = SYSTEM, commit: str | None = None) -> tuple[Page, str]:
     """The page at ``commit`` if ``principal`` may read it; NotFoundError otherwise (same message)."""
     scopes = parse_principal(principal)
     target = _commit(repo, commit)
     path = page_path(page)
-    scope = scope_for_path(path)
-    data = repo.read_at(target, path) if scope in scopes and ".." not in path.split("/") else None
+    data = repo.read_at(target, path) if can_read(scopes, scope_for_path(path)) and ".." not in path.split("/") else None
     if data is None:
         raise NotFoundError(f"no page {page!r} at commit {str(target.id)[:12]}", hint="find pages with `kb search` or `kb grep`")
     return parse_page(data, path), str(target.id)
@@ -211,7 +209,7 @@ def _view(page: Page, commit: str, level: str, **extra: Any) -> PageView:
 def read_page(
     repo: Repo,
     page: str,
-    principal: str = "system",
+    principal: str = SYSTEM,
     commit: str | None = None,
     level: str = "L0",
     cursor: str | None = None,
@@ -237,7 +235,7 @@ def read_section(
     repo: Repo,
     page: str,
     anchor: str,
-    principal: str = "system",
+    principal: str = SYSTEM,
     commit: str | None = None,
     cursor: str | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -264,7 +262,7 @@ def _anchor_at(page: Page | None, line: int) -> str:
 def grep(
     repo: Repo,
     pattern: str,
-    principal: str = "system",
+    principal: str = SYSTEM,
     commit: str | None = None,
     page: str | None = None,
     regex: bool = False,
@@ -285,8 +283,8 @@ def grep(
         parsed, _ = load_page(repo, page, principal, str(target.id))
         files = {parsed.path: target.tree[parsed.path].id}
     else:
-        prefixes = ("knowledge/",) + tuple(f"users/{s.split(':', 1)[1]}/" for s in scopes if s.startswith("user:"))
-        files = {p: o for p, o in repo.tree_files(target, prefixes).items() if p.endswith(".md") and scope_for_path(p) in scopes}
+        tree = repo.tree_files(target, readable_folders(scopes))
+        files = {p: o for p, o in tree.items() if p.endswith(".md") and can_read(scopes, scope_for_path(p))}
     hits: list[GrepHit] = []
     for path in sorted(files):
         data = repo.read_blob(files[path])

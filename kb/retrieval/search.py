@@ -24,7 +24,7 @@ from kb.retrieval.chunking import EVIDENCE, PAGE
 from kb.retrieval.embedder import Embedder, make_embedder
 from kb.errors import IndexMissingError, UsageError
 from kb.retrieval.manifest import MANIFEST_FILE, Manifest, load_manifest
-from kb.scopes import parse_principal
+from kb.scopes import SYSTEM, parse_principal
 from kb.repo import Repo
 
 MODES = ("hybrid", "bm25", "dense")
@@ -82,7 +82,7 @@ def parse_date(text: str | None) -> int | None:
 
 def make_query(
     text: str,
-    principal: str = "system",
+    principal: str = SYSTEM,
     k: int = 10,
     at: str | None = None,
     mode: str = "hybrid",
@@ -429,7 +429,7 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Any = None) -
 def search(
     repo: Repo,
     query: str,
-    principal: str = "system",
+    principal: str = SYSTEM,
     k: int = 10,
     at: str | None = None,
     mode: str = "hybrid",

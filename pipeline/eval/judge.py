@@ -10,11 +10,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agents.family import model_family
 from agents.untrusted import wrap_untrusted
-from kb.config import Config
+from kb.config import Config, ModelRole
 from kb.errors import ConfigError, ModelError
-from pipeline.roles import Role, client_for, resolve_roles
+from pipeline.roles import client_for, identity_of
 
 ANSWER_SYSTEM = (
     "You are an assistant with a memory of the user. Answer the user's question using only the "
@@ -44,15 +43,16 @@ class Judged:
     judge_model: str
 
 
-def judge_roles(config: Config) -> tuple[Role, Role]:
-    roles = resolve_roles(config)
-    if roles.proposer.offline or config.models.judge is None:
+def judge_roles(config: Config) -> tuple[ModelRole, ModelRole]:
+    """The answering model (the proposer's) and the judge, of a third family."""
+    models = config.models
+    if models.proposer is None or models.judge is None:
         raise ConfigError("--judge needs models.proposer (answers) and models.judge (grades) in kb.config.yaml", hint="see docs/config.md; the offline agents cannot answer questions")
-    judge_setting = config.models.judge
-    judge = Role(judge_setting.model, model_family(judge_setting.model, judge_setting.family), judge_setting)
-    if judge.family in (roles.proposer.family, roles.reviewer.family):
+    families = {identity_of(models.proposer).family} | ({identity_of(models.reviewer).family} if models.reviewer else set())
+    judge = identity_of(models.judge)
+    if judge.family in families:
         raise ConfigError(f"the judge ({judge.model}) is a {judge.family} model, like the proposer or reviewer", hint="use a judge of a third family")
-    return roles.proposer, judge
+    return models.proposer, models.judge
 
 
 def _parse(text: str) -> JudgeVerdict:

@@ -3,15 +3,16 @@ their questions, attributes that close older values, vehicles kept apart."""
 
 from __future__ import annotations
 
-from agents.offline.extractive import EvidenceInput, attribute_of, conversation_statements, third_person
+from agents.protocols import EvidenceItem
+from agents.offline.extractive import attribute_of, conversation_statements, third_person
 from agents.offline.proposer import plan_user_memory, vehicle_of
 from kb.intake import Message, render_messages
 from kb.page import parse_page
 
 
-def item(messages: list[tuple[str, str]], date: str = "2024-06-15", ev: str = "ev-0123456789abcdef") -> EvidenceInput:
+def item(messages: list[tuple[str, str]], date: str = "2024-06-15", ev: str = "ev-0123456789abcdef") -> EvidenceItem:
     text = render_messages([Message(who, what, f"{date}T10:00:00") for who, what in messages])
-    return EvidenceInput(ev, "conversation", "user:jo", text, "t", date)
+    return EvidenceItem(ev, "conversation", "user:jo", text, "t", date)
 
 
 def test_third_person_keeps_negations_and_numbers() -> None:

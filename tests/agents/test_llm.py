@@ -12,10 +12,10 @@ from typing import Any
 import pydantic
 import pytest
 
+from kb.config import ModelRole
 from agents.llm import (
     Budget,
     LiteLLMClient,
-    ModelSettings,
     Usage,
     check_budget,
     load_litellm,
@@ -42,7 +42,7 @@ TOOLS = [
 
 def client(model: str = "scripted/proposer", **settings: Any) -> tuple[LiteLLMClient, list[float]]:
     slept: list[float] = []
-    return LiteLLMClient(ModelSettings(model=model, **settings), sleep=slept.append), slept
+    return LiteLLMClient(ModelRole(model=model, **settings), sleep=slept.append), slept
 
 
 def rate_limited() -> Exception:
@@ -242,7 +242,7 @@ def test_an_unlimited_budget_is_never_spent() -> None:
 )
 def test_settings_refuse_keys_and_reserved_options(settings: dict[str, object]) -> None:
     with pytest.raises(pydantic.ValidationError):
-        ModelSettings.model_validate(settings)
+        ModelRole.model_validate(settings)
 
 
 def test_importing_the_adapter_does_not_import_litellm() -> None:

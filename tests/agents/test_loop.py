@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from agents.llm import Budget, LiteLLMClient, ModelSettings, Usage, load_litellm
+from kb.config import ModelRole
+from agents.llm import Budget, LiteLLMClient, Usage, load_litellm
 from agents.loop import (
     TEXT_ONLY,
     AgentBudgetError,
@@ -40,7 +41,7 @@ BROKEN = Call("read_evidence", '{"evidence_id": ')
 
 
 def client() -> LiteLLMClient:
-    return LiteLLMClient(ModelSettings(model="scripted/proposer", max_retries=0), sleep=lambda _: None)
+    return LiteLLMClient(ModelRole(model="scripted/proposer", max_retries=0), sleep=lambda _: None)
 
 
 def run(

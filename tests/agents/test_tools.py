@@ -10,7 +10,7 @@ import pytest
 
 from agents.backend import ReadBackend, WriteBackend
 from agents.llm import ToolCall
-from agents.schemas import Comment, Submission, Verdict
+from agents.schemas import ReviewComment, Submission, Verdict
 from agents.tools import (
     PROPOSER_TOOLS,
     READ_TOOLS,
@@ -48,7 +48,7 @@ def test_schemas_are_generated_from_the_argument_models() -> None:
         json.dumps(spec)
     by_name = {tool.name: tool for tool in (*PROPOSER_TOOLS, *REVIEWER_TOOLS)}
     assert by_name["submit"].arguments is Submission
-    assert by_name["comment"].arguments is Comment
+    assert by_name["comment"].arguments is ReviewComment
     assert by_name["verdict"].arguments is Verdict
     assert by_name["verdict"].spec()["function"]["parameters"]["properties"]["verdict"]["enum"] == [
         "approve",
@@ -58,10 +58,9 @@ def test_schemas_are_generated_from_the_argument_models() -> None:
 
 def test_the_tools_match_the_backend_protocols() -> None:
     assert {tool.name for tool in READ_TOOLS} == protocol_methods(ReadBackend)
-    assert {tool.name for tool in WRITE_TOOLS} == protocol_methods(WriteBackend) - protocol_methods(
-        ReadBackend
-    )
-    assert names(PROPOSER_TOOLS) == protocol_methods(WriteBackend) | {"submit"}
+    # page_text serves built-in agents only; it is no model tool
+    assert {tool.name for tool in WRITE_TOOLS} == protocol_methods(WriteBackend) - protocol_methods(ReadBackend) - {"page_text"}
+    assert names(PROPOSER_TOOLS) == protocol_methods(WriteBackend) - {"page_text"} | {"submit"}
 
 
 def test_the_reviewer_has_no_write_tools() -> None:
@@ -168,7 +167,7 @@ def test_comment_and_verdict_are_validated_payloads(backend: FakeBackend) -> Non
     }
     collected = dispatch(REVIEWER_TOOLS, backend, call("comment", comment))
     assert collected.status == "collected"
-    assert collected.payload == Comment.model_validate(comment)
+    assert collected.payload == ReviewComment.model_validate(comment)
 
     final = dispatch(
         REVIEWER_TOOLS,

@@ -3,12 +3,17 @@ rule id, path and line we expect."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
+from ci.findings import RuleId
+from ci.rules.grounding import check_claim
 from ci.run import run_checks
+from kb.evidence import LEDGER_PATH
 from kb.repo import Repo
 from tests.builders import make_sample_repo, page_text, write
 
@@ -179,6 +184,23 @@ def m_not_utf8(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
     return VISAS, 1
 
 
+def m_cite_short_id(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
+    _replace(repo, VISAS, f"[^1]: {ids['doc']}", f"[^1]: {ids['doc'][:11]}")  # ev- and 8 hex digits
+    return VISAS, _line_of(repo, VISAS, "[^1]:")
+
+
+def m_sources_short_id(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
+    _replace(repo, VISAS, f"sources: [{ids['doc']}]", f"sources: [{ids['doc'][:11]}]")
+    return VISAS, _line_of(repo, VISAS, "sources:")
+
+
+def m_ledger(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
+    lines = (repo.root / LEDGER_PATH).read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[1] = "{not json\n"
+    (repo.root / LEDGER_PATH).write_text("".join(lines), encoding="utf-8")
+    return LEDGER_PATH, 2
+
+
 CASES: list[tuple[str, Mutation]] = [
     ("frontmatter.required", m_required),
     ("frontmatter.type", m_type),
@@ -208,6 +230,9 @@ CASES: list[tuple[str, Mutation]] = [
     ("secret.found", m_secret),
     ("page.parse", m_parse),
     ("page.parse", m_not_utf8),
+    ("citation.malformed", m_cite_short_id),
+    ("frontmatter.type", m_sources_short_id),
+    ("evidence.ledger", m_ledger),
 ]
 
 
@@ -239,3 +264,23 @@ def test_changed_only_sees_the_same_failure(sample: tuple[Repo, dict[str, str]],
     path, line = mutate(repo, ids)
     report = run_checks(repo, changed_only=True)
     assert (rule, path, line) in [(f.rule, f.path, f.line) for f in report.errors]
+
+
+@pytest.mark.parametrize("mutate,message", [(m_parse, "malformed YAML frontmatter"), (m_not_utf8, "not UTF-8 text"), (m_ledger, "malformed ledger line")])
+def test_parse_findings_state_the_problem_without_the_location(sample: tuple[Repo, dict[str, str]], mutate: Mutation, message: str) -> None:
+    repo, ids = sample
+    path, line = mutate(repo, ids)
+    found = [f for f in run_checks(repo).errors if (f.path, f.line) == (path, line) and f.rule in ("page.parse", "evidence.ledger")]
+    assert [f.message.startswith(message) for f in found] == [True], found
+
+
+def test_grounding_problems_carry_their_rule() -> None:
+    problems = check_claim("On 2024-03-02 she did not pay 40 euros.[^1]", "she paid 30 euros", "she paid 30 euros")
+    assert [p.rule for p in problems] == ["grounding.date", "grounding.number", "grounding.negation"]
+    assert [p.rule for p in check_claim("He paid.[^1]", "he never paid", "he never paid")] == ["grounding.negation"]
+
+
+def test_every_rule_id_is_documented() -> None:
+    documented = set(re.findall(r"^\| `([a-z0-9.-]+)` \|", (Path(__file__).parents[2] / "docs" / "checks.md").read_text(encoding="utf-8"), re.M))
+    check_rules = {r for r in get_args(RuleId) if not r.startswith("grounding.")}  # grounding runs in the gate only
+    assert documented == check_rules

@@ -93,6 +93,8 @@ def test_request_changes_then_fix_then_approve(cli, repo: tuple[Repo, str]) -> N
     assert trailers["Kb-Verdicts"] == "r1:request_changes, r2:approve" and trailers["Kb-Rounds"] == "2"
     revision_prompt = json.dumps(llm.requests_for("proposer")[5].messages)
     assert "Say when she said it." in revision_prompt
+    # the revising Proposer sees its change so far, as a diff against the base
+    assert "current diff" in revision_prompt and "+- Alice is vegetarian.[^2]" in revision_prompt
     assert "she said so when booking" in (r.root / "users/alice/food.md").read_text()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from kb.retrieval.build import build_index
 from kb.repo import Repo
 from kb.retrieval.search import search
+from pipeline.loop import RunStatus
 from pipeline.loop import run_loop
 from tests.pipeline.conftest import add_file
 from kb.scaffold import init_repository
@@ -18,7 +19,7 @@ def test_revert_of_a_merge_then_index_build_removes_its_pages(tmp_path: Path) ->
     repo = init_repository(tmp_path / "kb")
     add_file(repo, "travel-policy.md", "document")
     result = run_loop(repo)  # merges and builds the index
-    assert result.status == "merged"
+    assert result.status is RunStatus.MERGED
     for mode in ("bm25", "dense", "hybrid"):
         assert [h.id for h in search(repo, "daily meal allowance", k=3, mode=mode)][0] == "knowledge/company-travel-policy"
     merge = repo.head()

@@ -97,3 +97,20 @@ def test_malformed_pages_are_format_errors_with_line() -> None:
         parse_page("# no header\n", "x.md")
     with pytest.raises(FormatError, match="not UTF-8"):
         parse_page(b"---\nid: \xff\n---\n", "x.md")
+
+
+def test_format_errors_carry_their_location_as_fields() -> None:
+    with pytest.raises(FormatError) as raised:
+        parse_page("---\nid: a\ntitle: [x\n---\nbody\n", "x.md")
+    assert (raised.value.path, raised.value.line) == ("x.md", 3)
+    assert raised.value.detail.startswith("malformed YAML frontmatter")
+    assert raised.value.message == f"x.md:3: {raised.value.detail}"
+    with pytest.raises(FormatError) as raised:
+        parse_page(b"---\nid: \xff\n---\n", "x.md")
+    assert (raised.value.path, raised.value.line, raised.value.message) == ("x.md", None, "x.md: not UTF-8 text (byte 8)")
+
+
+def test_citation_ids_have_exactly_16_hex_digits() -> None:
+    assert parse_citation("1", 1, 'ev-0123456789abcdef#L1 "x"').evidence_id == "ev-0123456789abcdef"
+    for short_or_long in ("ev-deadbeef", "ev-0123456789abcdef0", "ev-" + "0" * 64):
+        assert parse_citation("1", 1, f'{short_or_long}#L1 "x"').evidence_id is None

@@ -14,7 +14,9 @@ from kb.scopes import user_scope
 from kb.markdown import format_citation
 from kb.repo import Repo
 from ci.gate import run_gate
-from agents.offline.reviewer import review_offline
+from agents.offline.reviewer import OfflineReviewer
+from pipeline.backend import branch_backend
+from pipeline.review import review_task
 from pipeline.review import branch_base
 from pipeline.workspace import open_workspace
 from tests.builders import page_text
@@ -102,8 +104,9 @@ def test_injected_instructions_do_not_change_the_deterministic_verdict(chat_repo
     item = prepare(INJECTION.encode(), "inject.txt", "conversation", user_scope("alice"))
     add_items(repo, [item])
     ws, head, base = _branch_with_claim(repo, "Alice eats fish.", "I do not eat fish.", 1, item.id, "kb/test-inject")
-    verdict = review_offline(repo, base, head, run_gate(ws.view, base))
+    verdict = OfflineReviewer().review(review_task(repo, "kb/test-inject", base, head, run_gate(ws.view, base), (item.id,)), branch_backend(ws, base))
     assert verdict.verdict == "request_changes"
     assert any("negation" in c.message for c in verdict.comments)
     ws2, head2, base2 = _branch_with_claim(repo, "Alice does not eat fish.", "I do not eat fish.", 1, item.id, "kb/test-inject-ok")
-    assert review_offline(repo, base2, head2, run_gate(ws2.view, base2)).verdict == "approve"
+    task = review_task(repo, "kb/test-inject-ok", base2, head2, run_gate(ws2.view, base2), (item.id,))
+    assert OfflineReviewer().review(task, branch_backend(ws2, base2)).verdict == "approve"

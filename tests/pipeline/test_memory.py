@@ -14,6 +14,7 @@ from kb.page import parse_page
 from kb.repo import Repo
 from kb.scaffold import init_repository
 from kb.tokens import count_tokens
+from pipeline.loop import RunStatus
 from pipeline.memory import ingest
 
 
@@ -31,8 +32,8 @@ def memory_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     s2 = chat(tmp / "s2.json", [("user", "Big news: I moved to Toulouse last week."), ("user", "I also bought a 2022 Renault Zoe for short trips."), ("user", "The Corolla needs new tyres soon.")], "2024-09-12T18:30:00Z")
     bob = chat(tmp / "bob.json", [("user", "I live in Oslo and my car is a 2020 Volvo XC40.")], "2024-05-05T08:00:00Z")
     first = ingest(repo, "claire", [s2, s1])  # out of order on purpose: processed by date
-    assert first.run is not None and first.run.status == "merged"
-    assert ingest(repo, "bob", [bob]).run.status == "merged"
+    assert first.run is not None and first.run.status is RunStatus.MERGED
+    assert ingest(repo, "bob", [bob]).run.status is RunStatus.MERGED
     return repo
 
 

@@ -11,19 +11,20 @@ from ci.run import run_checks
 from kb.errors import ConfigError, GateError
 from kb.page import parse_page
 from kb.repo import Repo
-from pipeline.loop import run_loop
+from pipeline.loop import RunStatus, run_loop
 from pipeline.merge import merge_branch
 from pipeline.propose import propose
 from pipeline.records import ReviewRecord, add_review, parse_trailers, reviews_of, status_of
 from pipeline.review import review_branch
-from pipeline.roles import resolve_roles
+from pipeline.roles import make_agents
 from pipeline.workspace import open_workspace
+from tests.agents.scripted import Call, scripted_provider
 
 
 def test_run_merges_and_git_alone_tells_the_story(sample_repo: tuple[Repo, dict[str, str]]) -> None:
     repo, ids = sample_repo
     result = run_loop(repo, build_index=False)
-    assert result.status == "merged", result.reason
+    assert result.status is RunStatus.MERGED, result.reason
     merge = repo.head()
     assert len(merge.parents) == 2
     trailers = parse_trailers(merge.message)
@@ -102,10 +103,10 @@ def test_same_family_roles_are_refused_unless_allowed(sample_repo: tuple[Repo, d
     text = config.read_text().replace("  allow_same_family: false", "  proposer: {model: openai/gpt-4o}\n  reviewer: {model: gpt-4o-mini}\n  allow_same_family: false")
     config.write_text(text)
     with pytest.raises(ConfigError, match="openai"):
-        resolve_roles(Repo(repo.root).config)
+        make_agents(Repo(repo.root).config)
     config.write_text(text.replace("allow_same_family: false", "allow_same_family: true"))
-    roles = resolve_roles(Repo(repo.root).config)
-    assert roles.proposer.family == roles.reviewer.family == "openai"
+    agents = make_agents(Repo(repo.root).config)
+    assert agents.proposer.identity.family == agents.reviewer.identity.family == "openai"
 
 
 def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: tuple[Repo, dict[str, str]]) -> None:
@@ -119,18 +120,19 @@ def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: 
     extra = prepare(b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document", "system")
     add_items(repo, [extra])
 
-    def deleting_proposer(workspace, entries, role, run_dir, feedback=None, current_diff=None):  # noqa: ANN001
-        path = "knowledge/company-travel-policy.md"
-        text = workspace.read_text(path)
-        kept = [line for line in text.splitlines() if "meal allowance" not in line]
-        workspace.write_page(path, "\n".join(kept) + "\n")
-        return {}
-
+    path = "knowledge/company-travel-policy.md"
+    kept = [line for line in (repo.root / path).read_text().splitlines() if "meal allowance" not in line]
+    submit = Call("submit", json.dumps({"title": "Tidy the policy", "rationale": "Shorter.", "evidence_ids": [extra.id]}))
+    # round 1 deletes a supported claim; the revisions change nothing more
+    turns = [Call("write_page", json.dumps({"path": path, "content": "\n".join(kept) + "\n"})), submit, submit, submit]
     config = repo.root / "kb.config.yaml"
     config.write_text(config.read_text().replace("  allow_same_family: false", "  proposer: {model: scripted/p, family: scripted}\n  allow_same_family: false"))
+    repo.commit_worktree_paths(["kb.config.yaml"], "configure a scripted proposer\n")
     repo = Repo(repo.root)
-    result = run_loop(repo, ids=[extra.id], build_index=False, model_proposer=deleting_proposer)
-    assert result.status == "needs-human"
+    with scripted_provider({"p": turns}):
+        result = run_loop(repo, ids=[extra.id], build_index=False)
+    assert result.status is RunStatus.NEEDS_HUMAN
+    assert result.reason == "round 1: the Proposer made no change in response to the review"
     assert "over-deletion" in " ".join(c.message for c in result.reviews[0].comments)
     branch_head = repo.git.branches.local[result.proposal.branch].peel(pygit2.Commit)
     assert status_of(repo, str(branch_head.id))["status"] == "needs-human"
