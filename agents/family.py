@@ -96,20 +96,14 @@ def model_family(model: str, declared: str | None = None) -> str:
     return family
 
 
-def check_distinct_families(
-    proposer_family: str, reviewer_family: str, allow_same_family: bool
-) -> None:
+def check_distinct_families(proposer_family: str, reviewer_family: str, allow_same_family: bool) -> None:
     """Refuse a Reviewer of the Proposer's own family unless the config explicitly allows it."""
     if allow_same_family:
         return
     if proposer_family.strip().lower() == reviewer_family.strip().lower():
         raise ConfigError(
-            f"proposer and reviewer are both {proposer_family.strip().lower()} models; "
-            "the reviewer must come from another model family",
-            hint=(
-                "configure a reviewer model from another family, "
-                "or set `allow_same_family: true` in kb.config.yaml"
-            ),
+            f"proposer and reviewer are both {proposer_family.strip().lower()} models; the reviewer must come from another model family",
+            hint=("configure a reviewer model from another family, or set `allow_same_family: true` in kb.config.yaml"),
         )
 
 

@@ -13,14 +13,13 @@ module builds contains one.
 from __future__ import annotations
 
 import os
-import warnings
 import re
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
-
 
 from kb.config import PRICE_OPTIONS, Loop, ModelRole
 from kb.errors import ModelError
@@ -59,7 +58,12 @@ class Usage:
     calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd, "prompt_tokens": self.prompt_tokens}
+        return {
+            "calls": self.calls,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+            "prompt_tokens": self.prompt_tokens,
+        }
 
     @property
     def total_tokens(self) -> int:
@@ -119,15 +123,11 @@ def retry_delay(attempt: int) -> float:
 class LiteLLMClient:
     """Chat completions through litellm, with kb's retry policy and error messages."""
 
-    def __init__(
-        self, settings: ModelRole, sleep: Callable[[float], None] = time.sleep
-    ) -> None:
+    def __init__(self, settings: ModelRole, sleep: Callable[[float], None] = time.sleep) -> None:
         self.settings = settings
         self._sleep = sleep
 
-    def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelReply:
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> ModelReply:
         """One completion; transient failures are retried, the rest raise ModelError at once."""
         litellm = load_litellm()
         transient = (
@@ -156,9 +156,7 @@ class LiteLLMClient:
                 return _parse_reply(litellm, response, self.settings)
         raise AssertionError("unreachable: the loop returns or raises")
 
-    def _request(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
-    ) -> dict[str, Any]:
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> dict[str, Any]:
         settings = self.settings
         request: dict[str, Any] = {
             **settings.options,
@@ -226,8 +224,7 @@ def _parse_reply(litellm: ModuleType, response: Any, settings: ModelRole) -> Mod
     choice = response.choices[0]
     message = choice.message
     tool_calls = tuple(
-        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
-        for call in (message.tool_calls or ())
+        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "") for call in (message.tool_calls or ())
     )
     usage = getattr(response, "usage", None)
     return ModelReply(
@@ -254,6 +251,6 @@ def _cost_usd(litellm: ModuleType, response: Any, settings: ModelRole) -> float:
         )
     # completion_cost raises a bare Exception (or BadRequestError) for a model without a price,
     # which is normal for local and new models: such a call costs 0.0, not a failed run.
-    except Exception:  # noqa: BLE001
+    except Exception:
         return 0.0
     return float(cost or 0.0)

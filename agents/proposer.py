@@ -11,13 +11,12 @@ from __future__ import annotations
 from agents.backend import WriteBackend
 from agents.llm import Budget, LiteLLMClient
 from agents.loop import AgentRun, run_agent
-from agents.protocols import AgentIdentity, ProposalTask, ProposerOutcome
 from agents.prompts import PROPOSER_SYSTEM
+from agents.protocols import AgentIdentity, ProposalTask, ProposerOutcome
 from agents.schemas import Submission
 from agents.tools import PROPOSER_TOOLS
 from agents.untrusted import wrap_untrusted
 from kb.errors import UsageError
-
 
 MAX_STEPS = 60
 MAX_INVALID = 3
@@ -36,9 +35,7 @@ class ModelProposer:
         return ProposerOutcome(usage=run.usage, transcript=run.to_dict())
 
 
-def propose_with_model(
-    client: LiteLLMClient, backend: WriteBackend, task: ProposalTask, budget: Budget | None
-) -> AgentRun:
+def propose_with_model(client: LiteLLMClient, backend: WriteBackend, task: ProposalTask, budget: Budget | None) -> AgentRun:
     """Run the Proposer on ``task``; the returned run's ``result`` is its Submission.
 
     Raises AgentModelError or AgentBudgetError (carrying the partial run) when it stops without
@@ -64,9 +61,7 @@ def propose_with_model(
 
 def proposal_prompt(task: ProposalTask) -> str:
     """The user message of a Proposer run."""
-    parts = [
-        f"New evidence to integrate ({len(task.evidence)} item{'s' if len(task.evidence) != 1 else ''}):"
-    ]
+    parts = [f"New evidence to integrate ({len(task.evidence)} item{'s' if len(task.evidence) != 1 else ''}):"]
     for item in task.evidence:
         details = ", ".join(
             part

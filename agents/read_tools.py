@@ -60,14 +60,20 @@ class RepoReader:
             return "no results"
         out = []
         for h in hits:
-            where = f"{h.id}#L{h.line_start}-L{h.line_end}" if h.kind == "evidence" else f"{h.id}#{h.anchor} (lines {h.line_start}-{h.line_end})"
+            where = (
+                f"{h.id}#L{h.line_start}-L{h.line_end}"
+                if h.kind == "evidence"
+                else f"{h.id}#{h.anchor} (lines {h.line_start}-{h.line_end})"
+            )
             snippet = " ".join(h.text.split())[:300]
             out.append(f"- [{h.kind}] {where}: {h.title} | {h.summary}\n  {snippet}")
         return "\n".join(out)
 
     def read_doc(self, page_id: str) -> str:
         view = read_page(self.view, page_id, self.principal, str(self._head().id), level="L1")
-        outline = "\n".join(f"  {'#' * o.level} {o.title}  (#{o.anchor}, lines {o.line}-{o.end_line}, {o.tokens} tokens)" for o in view.outline)
+        outline = "\n".join(
+            f"  {'#' * o.level} {o.title}  (#{o.anchor}, lines {o.line}-{o.end_line}, {o.tokens} tokens)" for o in view.outline
+        )
         more = f"\n(more: read_section with cursor {view.next_cursor})" if view.next_cursor else ""
         return f"{view.id}: {view.title}\nstatus {view.status}, valid {view.valid_from or '-'}..{view.valid_to or '-'}\nL0: {view.summary}\nsections:\n{outline}\nL1 (lines {view.line_start}-{view.line_end}):\n{view.text}{more}"
 

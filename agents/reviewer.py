@@ -18,7 +18,6 @@ from agents.schemas import Comment, Verdict
 from agents.tools import REVIEWER_TOOLS
 from agents.untrusted import wrap_untrusted
 
-
 MAX_STEPS = 60
 MAX_INVALID = 3
 GATE = AgentIdentity("kb-gate/deterministic", "kb-deterministic")
@@ -37,16 +36,16 @@ class ModelReviewer:
         if task.gate_findings:
             comments = tuple(Comment(path=f.path, line=f.line, message=f"[{f.rule}] {f.message}", kind="gate") for f in task.gate_findings)
             summary = f"Deterministic gate: {len(comments)} error(s); the model reviewer was not called."
-            return ReviewOutcome("request_changes", summary, comments, GATE, transcript={"agent": GATE.model, "head": task.head, "gate": task.gate_text})
+            return ReviewOutcome(
+                "request_changes", summary, comments, GATE, transcript={"agent": GATE.model, "head": task.head, "gate": task.gate_text}
+            )
         run = review_with_model(self.client, backend, task, self.budget)
         verdict = run.result
         assert isinstance(verdict, Verdict)
         return ReviewOutcome(verdict.verdict, verdict.summary, run.comments, self.identity, run.usage, run.to_dict())
 
 
-def review_with_model(
-    client: LiteLLMClient, backend: ReadBackend, task: ReviewTask, budget: Budget | None
-) -> AgentRun:
+def review_with_model(client: LiteLLMClient, backend: ReadBackend, task: ReviewTask, budget: Budget | None) -> AgentRun:
     """Run the Reviewer on ``task``; the returned run's ``result`` is its Verdict.
 
     Raises AgentModelError or AgentBudgetError (carrying the partial run) when it stops without
@@ -73,17 +72,13 @@ def review_prompt(task: ReviewTask) -> str:
     parts = [
         f"Review the change on branch {task.branch} at commit {task.head}.",
         f"Changed files:\n{files}",
-        (
-            f"Evidence the change says it is based on: {evidence}. Read it, and search the rest "
-            "of the evidence too."
-        ),
+        (f"Evidence the change says it is based on: {evidence}. Read it, and search the rest of the evidence too."),
     ]
     parts.append("Findings of the deterministic checks on this commit:")
     parts.append(wrap_untrusted(task.gate_text or "no findings", "gate findings"))
     parts.append("The diff (line numbers in comments refer to the new version of each file):")
     parts.append(wrap_untrusted(task.diff or "(empty diff)", f"diff {task.head}"))
     parts.append(
-        "Check every added or changed claim against its cited evidence with read_evidence, "
-        "comment on each problem, then call verdict."
+        "Check every added or changed claim against its cited evidence with read_evidence, comment on each problem, then call verdict."
     )
     return "\n\n".join(parts)

@@ -62,21 +62,15 @@ class ReadDocArgs(_Args):
 class ReadSectionArgs(_Args):
     page_id: str = Field(min_length=1, description="Page id, e.g. knowledge/travel/policy")
     anchor: str = Field(min_length=1, description="Section anchor from read_doc's outline, e.g. flights")
-    cursor: int | None = Field(
-        default=None, ge=0, description="Continuation cursor from a previous read_section of a long section."
-    )
+    cursor: int | None = Field(default=None, ge=0, description="Continuation cursor from a previous read_section of a long section.")
 
     def source(self) -> str:
         return f"{self.page_id}#{self.anchor}"
 
 
 class GrepDocsArgs(_Args):
-    pattern: str = Field(
-        min_length=1, description="Literal text to find (or a regular expression if regex is true)."
-    )
-    page_id: str | None = Field(
-        default=None, description="Search only this page; all readable pages when omitted."
-    )
+    pattern: str = Field(min_length=1, description="Literal text to find (or a regular expression if regex is true).")
+    page_id: str | None = Field(default=None, description="Search only this page; all readable pages when omitted.")
     regex: bool = Field(default=False, description="Treat pattern as a Python regular expression.")
 
     def source(self) -> str:
@@ -84,15 +78,9 @@ class GrepDocsArgs(_Args):
 
 
 class ReadEvidenceArgs(_Args):
-    evidence_id: str = Field(
-        pattern=EVIDENCE_ID_PATTERN, description="Evidence id, e.g. ev-4c1d2e0f9a8b7c6d (no #L suffix)."
-    )
-    start: int | None = Field(
-        default=None, ge=1, description="First line to read (1-based); from the start when omitted."
-    )
-    end: int | None = Field(
-        default=None, ge=1, description="Last line to read (inclusive); to the end when omitted."
-    )
+    evidence_id: str = Field(pattern=EVIDENCE_ID_PATTERN, description="Evidence id, e.g. ev-4c1d2e0f9a8b7c6d (no #L suffix).")
+    start: int | None = Field(default=None, ge=1, description="First line to read (1-based); from the start when omitted.")
+    end: int | None = Field(default=None, ge=1, description="Last line to read (inclusive); to the end when omitted.")
 
     @model_validator(mode="after")
     def _ordered(self) -> Self:
@@ -107,9 +95,7 @@ class ReadEvidenceArgs(_Args):
 
 
 class ListPagesArgs(_Args):
-    prefix: str | None = Field(
-        default=None, description="Only pages whose path starts with this, e.g. users/alice/"
-    )
+    prefix: str | None = Field(default=None, description="Only pages whose path starts with this, e.g. users/alice/")
 
     def source(self) -> str:
         return f"list_pages: {self.prefix or ''}".rstrip()
@@ -121,9 +107,7 @@ class RunChecksArgs(_Args):
 
 
 class WritePageArgs(_Args):
-    path: str = Field(
-        min_length=1, description="Repository path of the page, e.g. users/alice/travel-preferences.md"
-    )
+    path: str = Field(min_length=1, description="Repository path of the page, e.g. users/alice/travel-preferences.md")
     content: str = Field(
         min_length=1,
         description="The whole page: YAML frontmatter between --- lines, then the Markdown body.",
@@ -223,32 +207,28 @@ READ_TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "read_doc",
-        "Read a page's header, L0 summary and outline: section anchors with their sizes. Use "
-        "read_section for the text of a section.",
+        "Read a page's header, L0 summary and outline: section anchors with their sizes. Use read_section for the text of a section.",
         ReadDocArgs,
         "read",
         _read_doc,
     ),
     Tool(
         "read_section",
-        "Read one section of a page, with file line numbers. Long sections come in parts: pass the "
-        "returned cursor to continue.",
+        "Read one section of a page, with file line numbers. Long sections come in parts: pass the returned cursor to continue.",
         ReadSectionArgs,
         "read",
         _read_section,
     ),
     Tool(
         "grep_docs",
-        "Find literal text (or a regex) in pages; returns each hit with page id, section anchor "
-        "and line number.",
+        "Find literal text (or a regex) in pages; returns each hit with page id, section anchor and line number.",
         GrepDocsArgs,
         "read",
         _grep_docs,
     ),
     Tool(
         "read_evidence",
-        "Read raw evidence lines, numbered as citations use them (ev-<id>#L<start>-L<end>). Quote "
-        "from here verbatim.",
+        "Read raw evidence lines, numbered as citations use them (ev-<id>#L<start>-L<end>). Quote from here verbatim.",
         ReadEvidenceArgs,
         "read",
         _read_evidence,
@@ -262,8 +242,7 @@ READ_TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "run_checks",
-        "Run the deterministic kb checks (format, links, indexes, budgets, citations, secrets) on "
-        "the work branch and return the findings.",
+        "Run the deterministic kb checks (format, links, indexes, budgets, citations, secrets) on the work branch and return the findings.",
         RunChecksArgs,
         "read",
         _run_checks,
@@ -288,8 +267,7 @@ WRITE_TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "deprecate_page",
-        "Mark a page deprecated (status: deprecated, valid_to today, superseded_by), keeping its "
-        "history. Use it instead of deleting.",
+        "Mark a page deprecated (status: deprecated, valid_to today, superseded_by), keeping its history. Use it instead of deleting.",
         DeprecatePageArgs,
         "write",
         _deprecate_page,
@@ -304,8 +282,7 @@ SUBMIT = Tool(
 )
 COMMENT = Tool(
     "comment",
-    "Record one review comment on a file and line, with the evidence reference that disagrees. "
-    "Call it once per problem.",
+    "Record one review comment on a file and line, with the evidence reference that disagrees. Call it once per problem.",
     ReviewComment,
     "collect",
 )
@@ -345,9 +322,7 @@ def dispatch(tools: Sequence[Tool], backend: ReadBackend, call: ToolCall) -> Too
     tool = by_name.get(call.name)
     if tool is None:
         names = ", ".join(sorted(by_name))
-        return ToolOutcome(
-            "invalid", f"error: there is no tool named {call.name!r}. Available tools: {names}."
-        )
+        return ToolOutcome("invalid", f"error: there is no tool named {call.name!r}. Available tools: {names}.")
     parsed = parse_arguments(tool, call.arguments)
     if isinstance(parsed, str):
         return ToolOutcome("invalid", parsed)
@@ -386,8 +361,7 @@ def parse_arguments(tool: Tool, arguments: str) -> BaseModel | str:
     except pydantic.ValidationError as exc:
         problems = "\n".join(f"- {_location(error)}: {error['msg']}" for error in exc.errors())
         return (
-            f"error: invalid arguments for {tool.name}:\n{problems}\n"
-            f"Call {tool.name} again with arguments matching its parameters schema."
+            f"error: invalid arguments for {tool.name}:\n{problems}\nCall {tool.name} again with arguments matching its parameters schema."
         )
 
 

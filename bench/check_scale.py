@@ -20,12 +20,14 @@ from pathlib import Path
 
 from kb.evidence import add_items
 from kb.intake import prepare
-from kb.scopes import user_scope
 from kb.markdown import format_citation
 from kb.page import render_page
 from kb.scaffold import init_repository
+from kb.scopes import user_scope
 
-WORDS = "alpha beta gamma delta policy travel budget flight hotel meal visa receipt manager approval contract supplier invoice region".split()
+WORDS = (
+    "alpha beta gamma delta policy travel budget flight hotel meal visa receipt manager approval contract supplier invoice region".split()
+)
 
 
 def sentence(rng: random.Random, n: int = 12) -> str:
@@ -71,7 +73,15 @@ def generate(root: Path, pages: int, evidence: int, seed: int = 7) -> None:
             body.append("See also " + ", ".join(f"[[{pid}#details]]" for pid, _ in previous) + ".")
             body.append("")
         body.extend(cites)
-        meta = {"id": pid, "type": "fact", "title": f"Page {n}", "summary": summary, "scope": scope, "status": "active", "sources": sorted({c.split()[1].split("#")[0] for c in cites})}
+        meta = {
+            "id": pid,
+            "type": "fact",
+            "title": f"Page {n}",
+            "summary": summary,
+            "scope": scope,
+            "status": "active",
+            "sources": sorted({c.split()[1].split("#")[0] for c in cites}),
+        }
         files[pid + ".md"] = render_page(meta, "\n".join(body) + "\n")
         folders.setdefault(folder, []).append((pid, summary))
     # index pages for every folder and every ancestor up to the scope root

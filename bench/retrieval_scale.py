@@ -98,7 +98,11 @@ def generate(root: Path, pages: int, seed: int = 7) -> dict:
     repo.commit_changes(changes, f"bench: {pages} generated pages\n")
     rng.shuffle(queries)
     (root.parent / "queries.json").write_text(json.dumps(queries[:1000]))
-    return {"pages": pages, "commit_seconds": round(time.perf_counter() - t0, 2), "vocabulary": "scifact unigrams" if SCIFACT.exists() else "zipf made-up words"}
+    return {
+        "pages": pages,
+        "commit_seconds": round(time.perf_counter() - t0, 2),
+        "vocabulary": "scifact unigrams" if SCIFACT.exists() else "zipf made-up words",
+    }
 
 
 def _progress(stage: str, done: int, total: int) -> None:
@@ -107,8 +111,8 @@ def _progress(stage: str, done: int, total: int) -> None:
 
 
 def build(root: Path) -> dict:
-    from kb.retrieval.build import build_index
     from kb.repo import Repo
+    from kb.retrieval.build import build_index
 
     result = build_index(Repo(root), full=True, progress=_progress)
     return {
@@ -124,9 +128,9 @@ def build(root: Path) -> dict:
 def throughput(root: Path, sample: int) -> dict:
     """The embedder alone, in a fresh embedder, on an even sample of the build's chunk texts:
     the rate that the build's embedding share is checked against."""
-    from kb.retrieval.embedder import embed_all, make_embedder
-    from kb.retrieval.corpus import collect_corpus
     from kb.repo import Repo
+    from kb.retrieval.corpus import collect_corpus
+    from kb.retrieval.embedder import embed_all, make_embedder
 
     repo = Repo(root)
     r = repo.config.retrieval
@@ -139,23 +143,36 @@ def throughput(root: Path, sample: int) -> dict:
     embed_all(embedder, texts)
     seconds = time.perf_counter() - t0
     rate = len(texts) / seconds
-    return {"sample": len(texts), "seconds": round(seconds, 2), "chunks_per_second": round(rate, 1), "projected_embed_seconds_all_chunks": round(len(chunks) / rate, 1)}
+    return {
+        "sample": len(texts),
+        "seconds": round(seconds, 2),
+        "chunks_per_second": round(rate, 1),
+        "projected_embed_seconds_all_chunks": round(len(chunks) / rate, 1),
+    }
 
 
 def incremental(root: Path, full_seconds: float | None) -> dict:
-    from kb.retrieval.build import build_index
     from kb.repo import Repo
+    from kb.retrieval.build import build_index
 
     repo = Repo(root)
     path = "knowledge/topic-03/page-00003.md"
     text = repo.read_at(repo.head(), path).decode()
     marker = "\n## "
     at = text.index(marker, text.index(marker) + 1)  # the second section
-    repo.commit_changes({path: (text[:at] + "\nA late correction was added to this section." + text[at:]).encode()}, "bench: edit one page\n")
+    repo.commit_changes(
+        {path: (text[:at] + "\nA late correction was added to this section." + text[at:]).encode()}, "bench: edit one page\n"
+    )
     t0 = time.perf_counter()
     result = build_index(repo)
     seconds = time.perf_counter() - t0
-    out = {"seconds": round(seconds, 2), "embedded": result.embedded, "reused": result.reused, "removed": result.removed, "added": result.added}
+    out = {
+        "seconds": round(seconds, 2),
+        "embedded": result.embedded,
+        "reused": result.reused,
+        "removed": result.removed,
+        "added": result.added,
+    }
     if full_seconds:
         out["share_of_full"] = round(seconds / full_seconds, 4)
     return out

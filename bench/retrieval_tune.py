@@ -16,14 +16,14 @@ import itertools
 import json
 from pathlib import Path
 
-from pipeline.eval.beir import load_beir, mrr_at, ndcg_at, recall_at, rankings
 from kb.retrieval.chunking import PAGE
 from kb.retrieval.embedder import make_embedder
-from kb.retrieval.store import IndexStore
 from kb.retrieval.search import Query, Searcher
+from kb.retrieval.store import IndexStore
+from pipeline.eval.beir import load_beir, mrr_at, ndcg_at, rankings, recall_at
 
 
-def score(searcher: Searcher, data, vectors, modes, k: int) -> dict[str, dict[str, float]]:  # noqa: ANN001
+def score(searcher: Searcher, data, vectors, modes, k: int) -> dict[str, dict[str, float]]:
     sums = {m: {"ndcg": 0.0, "recall": 0.0, "mrr": 0.0} for m in modes}
     depth = max(searcher.candidates, 3 * k)
     for qid, text in data.queries.items():
@@ -53,7 +53,10 @@ def main() -> None:
     if args.grid == "fields":
         for title, rest in itertools.product([0.0, 0.2, 0.3, 0.5, 0.7, 1.0, 2.0], [0.0, 0.5, 1.0]):
             searcher.field_boosts = {"title": title, "headings": rest, "summary": rest, "body": 1.0}
-            print(json.dumps({"title": title, "headings+summary": rest, **score(searcher, data, vectors, ["bm25"], args.k)["bm25"]}), flush=True)
+            print(
+                json.dumps({"title": title, "headings+summary": rest, **score(searcher, data, vectors, ["bm25"], args.k)["bm25"]}),
+                flush=True,
+            )
     elif args.grid == "bm25":
         for b, k1 in itertools.product([0.5, 0.6, 0.75, 0.9], [0.9, 1.2, 1.6]):
             searcher.bm25_b, searcher.bm25_k1 = b, k1
@@ -62,7 +65,9 @@ def main() -> None:
         for rrf_k, w in itertools.product([10, 20, 60, 100], [0.7, 1.0, 1.3]):
             searcher.rrf_k = rrf_k
             searcher.rrf_weights = {"bm25": w, "dense": 1.0}
-            print(json.dumps({"rrf_k": rrf_k, "bm25_weight": w, **score(searcher, data, vectors, ["hybrid"], args.k)["hybrid"]}), flush=True)
+            print(
+                json.dumps({"rrf_k": rrf_k, "bm25_weight": w, **score(searcher, data, vectors, ["hybrid"], args.k)["hybrid"]}), flush=True
+            )
 
 
 if __name__ == "__main__":

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 import pygit2
 
 from ci.findings import render_text, sort_findings
+from ci.rules.grounding import check_page_grounding
 from ci.run import CheckReport, check_selection
 from ci.selection import plan_changed
 from ci.snapshot import Snapshot
 from kb.page import Page
 from kb.repo import Repo
-from ci.rules.grounding import check_page_grounding
 
 
 @dataclass(frozen=True)

@@ -11,19 +11,19 @@ import datetime as dt
 
 
 def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def iso_utc(when: dt.datetime | None = None) -> str:
     """Seconds precision, ``Z`` suffix."""
-    when = (when or utc_now()).astimezone(dt.timezone.utc)
+    when = (when or utc_now()).astimezone(dt.UTC)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def compact_utc(when: dt.datetime | None = None, micro: bool = False) -> str:
     """For file and folder names; ``micro`` adds microseconds so that names made in one second
     stay distinct."""
-    when = (when or utc_now()).astimezone(dt.timezone.utc)
+    when = (when or utc_now()).astimezone(dt.UTC)
     return when.strftime("%Y%m%dT%H%M%S%fZ" if micro else "%Y%m%dT%H%M%SZ")
 
 

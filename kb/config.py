@@ -38,7 +38,20 @@ class Retrieval(_Strict):
 
 # Request fields the model client sets itself; `options` may not override them.
 RESERVED_OPTIONS = frozenset(
-    {"model", "messages", "tools", "stream", "temperature", "max_tokens", "timeout", "api_base", "base_url", "num_retries", "max_retries", "fallbacks"}
+    {
+        "model",
+        "messages",
+        "tools",
+        "stream",
+        "temperature",
+        "max_tokens",
+        "timeout",
+        "api_base",
+        "base_url",
+        "num_retries",
+        "max_retries",
+        "fallbacks",
+    }
 )
 PRICE_OPTIONS = ("input_cost_per_token", "output_cost_per_token")
 _SECRET_OPTION = re.compile(r"(key|secret|password|credential|^token$|(ad|access|auth|bearer|refresh|session)_token$)")

@@ -74,7 +74,9 @@ def parse_ledger(text: str, source: str = LEDGER_PATH) -> list[LedgerEntry]:
             data = json.loads(line)
             entries.append(LedgerEntry(**data))
         except (json.JSONDecodeError, TypeError) as exc:
-            raise FormatError(f"malformed ledger line ({exc})", hint="the ledger is append-only: restore it from git", path=source, line=n) from None
+            raise FormatError(
+                f"malformed ledger line ({exc})", hint="the ledger is append-only: restore it from git", path=source, line=n
+            ) from None
     return entries
 
 
@@ -135,7 +137,10 @@ def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = is
     with repo.lock("write"):
         dirty = repo.dirty_paths((EVIDENCE_DIR + "/",))
         if dirty:
-            raise ConflictError(f"evidence/ has uncommitted changes ({dirty[0]})", hint="evidence is append-only: restore it with `git checkout -- evidence` and retry")
+            raise ConflictError(
+                f"evidence/ has uncommitted changes ({dirty[0]})",
+                hint="evidence is append-only: restore it with `git checkout -- evidence` and retry",
+            )
         entries = load_ledger(repo.root)
         known = {e.id for e in entries}
         fresh: list[PreparedItem] = []

@@ -110,7 +110,9 @@ def _json(text: str, name: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint="fix the file or pass a Markdown/text file") from None
+        raise FormatError(
+            f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint="fix the file or pass a Markdown/text file"
+        ) from None
 
 
 def render_messages(messages: Iterable[Message]) -> str:
@@ -130,7 +132,9 @@ def normalise_text(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def prepare_messages(messages: list[Message], source: str, scope: str, meta: dict[str, Any] | None = None, kind: str = "conversation") -> PreparedItem:
+def prepare_messages(
+    messages: list[Message], source: str, scope: str, meta: dict[str, Any] | None = None, kind: str = "conversation"
+) -> PreparedItem:
     """A conversation already read into messages (e.g. one session of a LoCoMo file)."""
     if not messages:
         raise FormatError(f"{source}: empty conversation", hint="the session has no messages")
@@ -143,7 +147,10 @@ def prepare_messages(messages: list[Message], source: str, scope: str, meta: dic
     meta.setdefault("messages", len(messages))
     hits = find_secrets(content)
     if hits:
-        raise FormatError(f"{source}: contains what looks like a secret ({hits[0].kind}) at stored line {hits[0].line}", hint="evidence is permanent: redact the secret before adding it")
+        raise FormatError(
+            f"{source}: contains what looks like a secret ({hits[0].kind}) at stored line {hits[0].line}",
+            hint="evidence is permanent: redact the secret before adding it",
+        )
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
 
 

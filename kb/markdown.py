@@ -173,9 +173,7 @@ def parse_structure(body: str, line_offset: int = 0) -> Structure:
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
-        structure.sections.append(
-            Section(level, title, anchor, start + 1 + line_offset, end + line_offset, tuple(t for _, t in stack))
-        )
+        structure.sections.append(Section(level, title, anchor, start + 1 + line_offset, end + line_offset, tuple(t for _, t in stack)))
     for idx, text in enumerate(lines):
         if idx in code_lines:
             continue

@@ -64,7 +64,17 @@ class MemoryContext:
         return "\n\n".join([HEADER] + [item.render() for item in self.items])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"user": self.user, "question": self.question, "budget": self.budget, "variant": self.variant, "tokens": self.tokens, "dropped": self.dropped, "repeated": self.repeated, "items": [asdict(i) for i in self.items], "text": self.text()}
+        return {
+            "user": self.user,
+            "question": self.question,
+            "budget": self.budget,
+            "variant": self.variant,
+            "tokens": self.tokens,
+            "dropped": self.dropped,
+            "repeated": self.repeated,
+            "items": [asdict(i) for i in self.items],
+            "text": self.text(),
+        }
 
 
 class _Pages:
@@ -79,7 +89,7 @@ class _Pages:
             data = self.repo.read_at(self.commit, path)
             try:
                 self.cache[path] = parse_page(data, path) if data else None
-            except Exception:  # noqa: BLE001 - an unreadable page adds nothing to a context
+            except Exception:
                 self.cache[path] = None
         return self.cache[path]
 
@@ -105,10 +115,14 @@ def _profile_item(pages: _Pages, path: str) -> ContextItem | None:
         return None
     overview = page.overview()
     text = f"{page.title}: {page.summary}" + (f"\n{overview}" if overview else "")
-    return ContextItem("profile", page_id_for_path(path), str(page.meta.get("valid_from") or ""), text, count_tokens(text), _cites(page, overview))
+    return ContextItem(
+        "profile", page_id_for_path(path), str(page.meta.get("valid_from") or ""), text, count_tokens(text), _cites(page, overview)
+    )
 
 
-def build_context(repo: Repo, user: str, question: str, budget: int = 2000, variant: str = "both", k: int = 20, searcher: Any = None) -> MemoryContext:
+def build_context(
+    repo: Repo, user: str, question: str, budget: int = 2000, variant: str = "both", k: int = 20, searcher: Any = None
+) -> MemoryContext:
     from kb.retrieval.search import EVIDENCE, PAGE, make_query, open_searcher
 
     scope, profile_file = user_scope(user), profile_path(user)
@@ -143,7 +157,17 @@ def build_context(repo: Repo, user: str, question: str, budget: int = 2000, vari
                     heading += f"\n({hit.summary})"
                     seen_pages.add(hit.id)
                 text = f"{heading}\n{hit.text}"
-                items.append(ContextItem(kind, f"{hit.id}#{hit.anchor}" if hit.anchor else hit.id, hit.valid_from, text, count_tokens(text), _cites(page, hit.text), rank))
+                items.append(
+                    ContextItem(
+                        kind,
+                        f"{hit.id}#{hit.anchor}" if hit.anchor else hit.id,
+                        hit.valid_from,
+                        text,
+                        count_tokens(text),
+                        _cites(page, hit.text),
+                        rank,
+                    )
+                )
             else:
                 source = f"{hit.id}#L{hit.line_start}-L{hit.line_end}"
                 items.append(ContextItem("evidence", source, dates.get(hit.id, ""), hit.text, count_tokens(hit.text), (source,), rank))
@@ -205,4 +229,3 @@ def read_profile(repo: Repo, user: str) -> Profile:
     if data is None:
         raise NotFoundError(f"no profile for user {user!r}", hint=f"ingest sessions with `kb memory ingest --user {user} FILE...`")
     return Profile(path, data.decode("utf-8"), parse_page(data, path).meta)
-

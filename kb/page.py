@@ -140,7 +140,9 @@ def parse_page(text: str | bytes, path: str) -> Page:
         mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise FormatError(f"malformed YAML frontmatter ({problem})", hint="fix the header; see docs/format.md", path=path, line=line) from None
+        raise FormatError(
+            f"malformed YAML frontmatter ({problem})", hint="fix the header; see docs/format.md", path=path, line=line
+        ) from None
     if not isinstance(meta_raw, dict):
         raise FormatError("frontmatter must be a mapping of fields", path=path, line=2)
     meta = {str(k): _normalise(v) for k, v in meta_raw.items()}

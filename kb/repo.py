@@ -49,7 +49,9 @@ class Repo:
         try:
             return pygit2.Repository(str(self.root))
         except pygit2.GitError:
-            raise NotARepositoryError(f"{self.root} has {CONFIG_FILE} but is not a git repository", hint="run `git init` there, or `kb init` in a new folder") from None
+            raise NotARepositoryError(
+                f"{self.root} has {CONFIG_FILE} but is not a git repository", hint="run `git init` there, or `kb init` in a new folder"
+            ) from None
 
     @cached_property
     def config(self) -> Config:
@@ -204,7 +206,9 @@ class Repo:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise ConflictError(f"another kb process holds the {name} lock ({path})", hint="wait for it to finish and try again") from None
+                raise ConflictError(
+                    f"another kb process holds the {name} lock ({path})", hint="wait for it to finish and try again"
+                ) from None
             os.ftruncate(fd, 0)
             os.write(fd, str(os.getpid()).encode())
             yield

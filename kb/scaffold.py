@@ -37,7 +37,9 @@ def planned_files(name: str) -> dict[str, str]:
         CONFIG_FILE: DEFAULT_CONFIG_TEXT.format(name=name),
         ".gitignore": GITIGNORE,
         LEDGER_PATH: "",
-        knowledge_index: index_page(page_id_for_path(knowledge_index), "Knowledge", "Entry page of the shared knowledge.", SYSTEM, KNOWLEDGE_INDEX_BODY),
+        knowledge_index: index_page(
+            page_id_for_path(knowledge_index), "Knowledge", "Entry page of the shared knowledge.", SYSTEM, KNOWLEDGE_INDEX_BODY
+        ),
         USERS_DIR + ".gitkeep": "",
     }
 
@@ -50,7 +52,10 @@ def init_repository(path: Path, name: str | None = None) -> Repo:
     files = planned_files(name or root.name or "kb")
     existing = [rel for rel in files if (root / rel).exists()]
     if existing:
-        raise ConflictError(f"{root} already has {existing[0]}; kb init never overwrites files", hint="use an empty folder, or work in the existing repository")
+        raise ConflictError(
+            f"{root} already has {existing[0]}; kb init never overwrites files",
+            hint="use an empty folder, or work in the existing repository",
+        )
     root.mkdir(parents=True, exist_ok=True)
     if (root / ".git").exists():
         git = pygit2.Repository(str(root))

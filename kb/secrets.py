@@ -38,7 +38,26 @@ class SecretHit:
 _ANY = re.compile("|".join(f"(?:{p.pattern.removeprefix('(?i)')})" for _, p in PATTERNS), re.IGNORECASE)
 
 
-_MARKERS = ("private key", "akia", "asia", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "aiza", "xox", "k_live_", "pass", "pwd", "secret", "key", "token")
+_MARKERS = (
+    "private key",
+    "akia",
+    "asia",
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "aiza",
+    "xox",
+    "k_live_",
+    "pass",
+    "pwd",
+    "secret",
+    "key",
+    "token",
+)
 
 
 def find_secrets(text: str) -> list[SecretHit]:

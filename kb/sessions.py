@@ -20,7 +20,12 @@ from kb.errors import FormatError, UsageError
 from kb.intake import Message, message_from_dict, parse_messages
 
 LOCOMO_DATE_RE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
-MONTHS = {m: i for i, m in enumerate(["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
+MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,16 @@ def locomo_sessions(sample: dict[str, Any], name: str) -> list[Session]:
             if turn.get("blip_caption"):
                 text += f" [shares a photo: {turn['blip_caption']}]"
             messages.append(Message(str(turn["speaker"]), text, date, str(turn.get("dia_id") or "") or None))
-        sessions.append(Session(f"{name}#{sample.get('sample_id', '')}/session_{n}", date, tuple(messages), f"session {n}", speakers, {"sample_id": sample.get("sample_id"), "session": n}))
+        sessions.append(
+            Session(
+                f"{name}#{sample.get('sample_id', '')}/session_{n}",
+                date,
+                tuple(messages),
+                f"session {n}",
+                speakers,
+                {"sample_id": sample.get("sample_id"), "session": n},
+            )
+        )
     return sessions
 
 
@@ -102,7 +116,11 @@ def case_sessions(data: dict[str, Any], name: str) -> list[Session]:
         if not messages:
             raise FormatError(f"{name}: conversation {n} has no messages")
         title = str(conv.get("conversation_id") or f"conversation {n}")
-        meta = {"conversation_id": title} | ({"business": conv["metadata"].get("business")} if isinstance(conv.get("metadata"), dict) and conv["metadata"].get("business") else {})
+        meta = {"conversation_id": title} | (
+            {"business": conv["metadata"].get("business")}
+            if isinstance(conv.get("metadata"), dict) and conv["metadata"].get("business")
+            else {}
+        )
         sessions.append(Session(f"{name}#{title}", date, _stamp(messages, date), title, (), meta))
     return sessions
 
@@ -128,10 +146,16 @@ def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
         except yaml.YAMLError as exc:
             raise FormatError(f"{name}: malformed YAML ({getattr(exc, 'problem', exc)})") from None
         if not isinstance(data, dict) or "conversation_histories" not in data:
-            raise FormatError(f"{name}: unknown session format (a YAML case file has `conversation_histories`)", hint="see docs/memory.md for the accepted formats")
+            raise FormatError(
+                f"{name}: unknown session format (a YAML case file has `conversation_histories`)",
+                hint="see docs/memory.md for the accepted formats",
+            )
         return ReadResult(case_sessions(data, name), warnings)
     if suffix not in (".json", ".jsonl"):
-        raise FormatError(f"{name}: unknown session format {suffix or '(no extension)'}", hint="sessions are .json/.jsonl chats, LoCoMo .json, or .yaml case files (docs/memory.md)")
+        raise FormatError(
+            f"{name}: unknown session format {suffix or '(no extension)'}",
+            hint="sessions are .json/.jsonl chats, LoCoMo .json, or .yaml case files (docs/memory.md)",
+        )
     stripped = text.strip()
     if suffix == ".json" and (stripped.startswith("[") or stripped.startswith("{")):
         try:
@@ -142,7 +166,9 @@ def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
         if samples and isinstance(samples[0], dict) and isinstance(samples[0].get("conversation"), dict):
             if len(samples) > 1:
                 if sample is None:
-                    raise UsageError(f"{name} holds {len(samples)} LoCoMo conversations", hint="choose one with --sample <index or sample_id>")
+                    raise UsageError(
+                        f"{name} holds {len(samples)} LoCoMo conversations", hint="choose one with --sample <index or sample_id>"
+                    )
                 chosen = [s for i, s in enumerate(samples) if str(i) == sample or s.get("sample_id") == sample]
                 if not chosen:
                     raise UsageError(f"{name}: no LoCoMo sample {sample!r}")
@@ -153,7 +179,7 @@ def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
     if times:
         date = _iso(times[0])
     else:
-        mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+        mtime = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).replace(tzinfo=None, microsecond=0)
         date = mtime.isoformat()
         warnings.append(f"{name}: messages have no timestamps; using the file's time {date}")
     return ReadResult([Session(name, date, _stamp(messages, date), name, (), {})], warnings)

@@ -30,7 +30,7 @@ def _encoding() -> Any | None:
         import tiktoken
 
         return tiktoken.get_encoding("cl100k_base")
-    except Exception:  # noqa: BLE001 - no BPE file offline: use the estimate below
+    except Exception:
         return None
 
 

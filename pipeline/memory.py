@@ -8,8 +8,8 @@ from pathlib import Path
 
 from kb.evidence import add_items
 from kb.intake import prepare_messages
-from kb.scopes import user_scope
 from kb.repo import Repo
+from kb.scopes import user_scope
 from kb.sessions import Session, read_sessions
 from pipeline.loop import RunResult, run_loop
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import pygit2
 
+from ci.gate import run_gate
 from kb.clock import iso_utc, utc_now
 from kb.errors import ConflictError, GateError
 from kb.repo import FILEMODE_BLOB, Repo
-from ci.gate import run_gate
 from pipeline.records import ReviewRecord, proposal_info, reviews_of
 from pipeline.review import branch_base, clean_workspace
 from pipeline.workspace import WRITABLE, remove_workspace
@@ -41,14 +41,23 @@ def _approval(repo: Repo, head: pygit2.Commit, base: pygit2.Commit, proposer_fam
     if valid:
         return valid[-1]
     if approvals:
-        raise GateError(f"the approval of {str(head.id)[:10]} is by a {approvals[-1].reviewer_family} reviewer, the proposer's own family", hint="review with a model of another family, or set models.allow_same_family: true")
+        raise GateError(
+            f"the approval of {str(head.id)[:10]} is by a {approvals[-1].reviewer_family} reviewer, the proposer's own family",
+            hint="review with a model of another family, or set models.allow_same_family: true",
+        )
     for commit in repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
         if commit.id == base.id:
             break
         if commit.id != head.id and any(r.verdict == "approve" for r in reviews_of(repo, str(commit.id))):
-            raise GateError(f"stale approval: {str(commit.id)[:10]} was approved, but the branch moved to {str(head.id)[:10]} after the review", hint=f"run `kb review {records[0].branch if records else 'BRANCH'}` again")
+            raise GateError(
+                f"stale approval: {str(commit.id)[:10]} was approved, but the branch moved to {str(head.id)[:10]} after the review",
+                hint=f"run `kb review {records[0].branch if records else 'BRANCH'}` again",
+            )
     last = records[-1].verdict if records else None
-    raise GateError(f"no approval for {str(head.id)[:10]}" + (f" (last verdict: {last})" if last else " (never reviewed)"), hint="run `kb review BRANCH` first")
+    raise GateError(
+        f"no approval for {str(head.id)[:10]}" + (f" (last verdict: {last})" if last else " (never reviewed)"),
+        hint="run `kb review BRANCH` first",
+    )
 
 
 def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.datetime | None = None) -> MergeResult:
@@ -61,7 +70,10 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
     gate = run_gate(workspace.view, base)
     if not gate.ok:
         first = gate.errors[0]
-        raise GateError(f"checks fail on {branch}: {len(gate.errors)} error(s), first {first.path}:{first.line} [{first.rule}] {first.message}", hint=f"fix the branch and review it again (`kb check` in {workspace.root})")
+        raise GateError(
+            f"checks fail on {branch}: {len(gate.errors)} error(s), first {first.path}:{first.line} [{first.rule}] {first.message}",
+            hint=f"fix the branch and review it again (`kb check` in {workspace.root})",
+        )
     main = repo.head()
     assert main is not None
     dirty = repo.dirty_paths(WRITABLE)
@@ -70,7 +82,9 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
     index = repo.git.merge_commits(main, head)
     if index.conflicts:
         conflicted = sorted({(c[0] or c[1] or c[2]).path for c in index.conflicts})
-        raise ConflictError(f"{branch} conflicts with {repo.git.head.shorthand} in {', '.join(conflicted[:3])}", hint="propose again from the current main")
+        raise ConflictError(
+            f"{branch} conflicts with {repo.git.head.shorthand} in {', '.join(conflicted[:3])}", hint="propose again from the current main"
+        )
     all_reviews = []
     for commit in repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
         if commit.id == base.id:

@@ -153,9 +153,34 @@ def propose(
         save_transcript(run_dir, "proposer", outcome.transcript)
     evidence_ids = tuple(e.id for e in entries)
     message = f"Propose knowledge from {len(entries)} evidence item(s)\n\n{outcome.claims} new claim(s), {outcome.closed} closed."
-    changed = sorted({d.new_file.path for d in repo.git.diff(head.tree, workspace.head().tree).deltas} | set(workspace.view.dirty_paths(PAGE_FOLDERS)))
+    changed = sorted(
+        {d.new_file.path for d in repo.git.diff(head.tree, workspace.head().tree).deltas} | set(workspace.view.dirty_paths(PAGE_FOLDERS))
+    )
     commit = workspace.commit(message, trailers_for(evidence_ids, str(head.id), proposer.identity, 1), allow_empty=bool(changed))
     if commit is None:
         _drop_branch(repo, branch)
-        return Proposal(branch, str(head.id), None, evidence_ids, (), 0, 0, proposer.identity, str(run_dir), ("nothing to write: no claims could be extracted",))
-    return Proposal(branch, str(head.id), commit, evidence_ids, tuple(changed), outcome.claims, outcome.closed, proposer.identity, str(run_dir), (), outcome.usage)
+        return Proposal(
+            branch,
+            str(head.id),
+            None,
+            evidence_ids,
+            (),
+            0,
+            0,
+            proposer.identity,
+            str(run_dir),
+            ("nothing to write: no claims could be extracted",),
+        )
+    return Proposal(
+        branch,
+        str(head.id),
+        commit,
+        evidence_ids,
+        tuple(changed),
+        outcome.claims,
+        outcome.closed,
+        proposer.identity,
+        str(run_dir),
+        (),
+        outcome.usage,
+    )

@@ -54,7 +54,9 @@ def clean_workspace(repo: Repo, branch: str) -> Workspace:
     return workspace
 
 
-def review_task(repo: Repo, branch: str, base: pygit2.Commit, head: pygit2.Commit, gate: GateReport, evidence_ids: tuple[str, ...]) -> ReviewTask:
+def review_task(
+    repo: Repo, branch: str, base: pygit2.Commit, head: pygit2.Commit, gate: GateReport, evidence_ids: tuple[str, ...]
+) -> ReviewTask:
     """What the Reviewer gets: the diff, the gate's findings and each changed page before and after."""
     diff = repo.git.diff(base.tree, head.tree, context_lines=3)
     changed = tuple(sorted({p for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}))
@@ -96,7 +98,12 @@ def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | N
         if partial is not None:
             save_transcript(run_dir, "reviewer", partial.to_dict())
         raise
-    save_transcript(run_dir, "reviewer", (outcome.transcript or {"agent": outcome.reviewer.model}) | {"head": task.head, "verdict": outcome.verdict, "comments": [c.model_dump() for c in outcome.comments]})
+    save_transcript(
+        run_dir,
+        "reviewer",
+        (outcome.transcript or {"agent": outcome.reviewer.model})
+        | {"head": task.head, "verdict": outcome.verdict, "comments": [c.model_dump() for c in outcome.comments]},
+    )
     record = ReviewRecord(
         branch=branch,
         head=task.head,

@@ -40,7 +40,11 @@ def make_agents(config: Config) -> Agents:
 
     models = config.models
     budget = budget_for(config.loop)
-    proposer: Proposer = OfflineProposer() if models.proposer is None else ModelProposer(client_for(models.proposer), identity_of(models.proposer), budget)
-    reviewer: Reviewer = OfflineReviewer() if models.reviewer is None else ModelReviewer(client_for(models.reviewer), identity_of(models.reviewer), budget)
+    proposer: Proposer = (
+        OfflineProposer() if models.proposer is None else ModelProposer(client_for(models.proposer), identity_of(models.proposer), budget)
+    )
+    reviewer: Reviewer = (
+        OfflineReviewer() if models.reviewer is None else ModelReviewer(client_for(models.reviewer), identity_of(models.reviewer), budget)
+    )
     check_distinct_families(proposer.identity.family, reviewer.identity.family, models.allow_same_family)
     return Agents(proposer, reviewer)

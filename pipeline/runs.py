@@ -13,7 +13,7 @@ from kb.repo import Repo, atomic_write
 
 
 def new_run_dir(repo: Repo, kind: str) -> Path:
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
     path = repo.state_dir / "runs" / f"{stamp}-{kind}-{os.getpid()}"
     path.mkdir(parents=True, exist_ok=True)
     return path

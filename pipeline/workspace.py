@@ -40,7 +40,9 @@ def confine(root: Path, path: str, allowed: tuple[str, ...]) -> str:
     if not rel.endswith(".md"):
         raise PathError(f"{rel}: only Markdown pages (*.md) can be written")
     if not rel.startswith(allowed):
-        raise PathError(f"{rel}: writes are confined to {', '.join(allowed)}", hint="evidence, config and CI files are never written by agents")
+        raise PathError(
+            f"{rel}: writes are confined to {', '.join(allowed)}", hint="evidence, config and CI files are never written by agents"
+        )
     current = root
     for part in pure.parts:
         current = current / part
@@ -99,7 +101,9 @@ class Workspace:
         text = file.read_text(encoding="utf-8")
         count = text.count(old) if old else 0
         if count != 1:
-            raise ConflictError(f"{rel}: the old text was found {count} times; it must match exactly once", hint="quote more context so the match is unique")
+            raise ConflictError(
+                f"{rel}: the old text was found {count} times; it must match exactly once", hint="quote more context so the match is unique"
+            )
         updated = text.replace(old, new, 1)
         parse_page(updated, rel)
         atomic_write(file, updated.encode("utf-8"))

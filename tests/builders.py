@@ -7,11 +7,11 @@ from pathlib import Path
 
 from kb.evidence import add_items
 from kb.intake import prepare
-from kb.scopes import user_scope
 from kb.markdown import format_citation
 from kb.page import render_page
 from kb.repo import Repo
 from kb.scaffold import init_repository
+from kb.scopes import user_scope
 
 ALICE_CHAT = [
     {"role": "user", "content": "Hi, I need to book a flight to Lisbon.", "timestamp": "2025-01-10T09:00:00Z"},
@@ -28,7 +28,14 @@ The 90 days are counted within any 180-day period.
 
 
 def page_text(page_id: str, title: str, summary: str, scope: str, body: str, **extra: object) -> str:
-    meta: dict[str, object] = {"id": page_id, "type": extra.pop("type", "fact"), "title": title, "summary": summary, "scope": scope, "status": extra.pop("status", "active")}
+    meta: dict[str, object] = {
+        "id": page_id,
+        "type": extra.pop("type", "fact"),
+        "title": title,
+        "summary": summary,
+        "scope": scope,
+        "status": extra.pop("status", "active"),
+    }
     meta.update(extra)
     return render_page(meta, body)
 
@@ -60,10 +67,23 @@ def make_sample_repo(root: Path) -> tuple[Repo, dict[str, str]]:
     )
     pages = {
         "knowledge/travel/visas.md": page_text(
-            "knowledge/travel/visas", "Schengen visas", "US citizens may stay 90 days without a visa.", "system", visas_body, sources=[doc.id]
+            "knowledge/travel/visas",
+            "Schengen visas",
+            "US citizens may stay 90 days without a visa.",
+            "system",
+            visas_body,
+            sources=[doc.id],
         ),
-        "knowledge/travel/index.md": index_text("knowledge/travel", "Travel", "Travel rules.", "system", {"knowledge/travel/visas": "US citizens may stay 90 days without a visa."}),
-        "knowledge/index.md": index_text("knowledge", "Knowledge", "Entry page of the shared knowledge.", "system", {"knowledge/travel/index": "Travel rules."}),
+        "knowledge/travel/index.md": index_text(
+            "knowledge/travel",
+            "Travel",
+            "Travel rules.",
+            "system",
+            {"knowledge/travel/visas": "US citizens may stay 90 days without a visa."},
+        ),
+        "knowledge/index.md": index_text(
+            "knowledge", "Knowledge", "Entry page of the shared knowledge.", "system", {"knowledge/travel/index": "Travel rules."}
+        ),
         "users/alice/preferences.md": page_text(
             "users/alice/preferences",
             "Alice's travel preferences",
@@ -77,7 +97,13 @@ def make_sample_repo(root: Path) -> tuple[Repo, dict[str, str]]:
             type="preference",
             sources=[chat.id],
         ),
-        "users/alice/index.md": index_text("users/alice", "Alice", "Memory of alice.", "user:alice", {"users/alice/preferences": "Alice prefers window seats and is vegetarian."}),
+        "users/alice/index.md": index_text(
+            "users/alice",
+            "Alice",
+            "Memory of alice.",
+            "user:alice",
+            {"users/alice/preferences": "Alice prefers window seats and is vegetarian."},
+        ),
     }
     for path, text in pages.items():
         write(repo, path, text)

@@ -65,7 +65,11 @@ def test_package_imports_point_one_way(package: str) -> None:
 
 def test_canonical_modules_never_import_the_retrieval_package() -> None:
     edges = graph()
-    bad = [f"{m} imports {sorted(t for t in edges[m] if t.startswith('kb.retrieval'))}" for m in CANONICAL if any(t.startswith("kb.retrieval") for t in edges[m])]
+    bad = [
+        f"{m} imports {sorted(t for t in edges[m] if t.startswith('kb.retrieval'))}"
+        for m in CANONICAL
+        if any(t.startswith("kb.retrieval") for t in edges[m])
+    ]
     assert bad == []
 
 

@@ -53,7 +53,13 @@ class Attribute:
 
 
 ATTRIBUTE_PATTERNS: list[tuple[str, re.Pattern[str], bool]] = [
-    ("home", re.compile(r"\b(?:I live in|I'm living in|I am living in|I moved to|I've moved to|I have moved to|I relocated to|I'm based in|I am based in)\s+([A-Z][\w\-]+(?:[ ,]+[A-Z][\w\-]+)*)"), True),
+    (
+        "home",
+        re.compile(
+            r"\b(?:I live in|I'm living in|I am living in|I moved to|I've moved to|I have moved to|I relocated to|I'm based in|I am based in)\s+([A-Z][\w\-]+(?:[ ,]+[A-Z][\w\-]+)*)"
+        ),
+        True,
+    ),
     ("address", re.compile(r"\bI live at\s+(.+?)(?:[.]|$)"), True),
     ("seat", re.compile(r"\bI (?:now )?prefer (aisle|window|middle) seats?", re.I), True),
     ("diet", re.compile(r"\bI(?:'m| am) (?:a )?(vegetarian|vegan|pescatarian)\b", re.I), True),
@@ -67,23 +73,107 @@ ATTRIBUTE_PATTERNS: list[tuple[str, re.Pattern[str], bool]] = [
 ]
 
 TOPICS: list[tuple[str, str, re.Pattern[str]]] = [
-    ("vehicles", "Vehicles", re.compile(r"\b(car|cars|vehicle|vehicles|honda|tesla|toyota|ford|bmw|vin|mileage|drive|drives|driving|lease|leased|dealership)\b", re.I)),
-    ("travel", "Travel", re.compile(r"\b(flight|flights|fly|flying|seat|seats|trip|trips|travel|travelling|traveling|airport|hotel|passport|visa|vacation|booking|airline|frequent flyer|itinerary)\b", re.I)),
-    ("health", "Health", re.compile(r"\b(doctor|allerg\w*|medication|medicine|hospital|health|dentist|therapy|diagnos\w*|symptom\w*|surgery|pregnan\w*)\b", re.I)),
-    ("finances", "Finances", re.compile(r"(\$|€|£|\b(bank|account|income|salary|loan|mortgage|credit|debit|payment|insurance|policy|invest\w*|savings|budget|tax|taxes)\b)", re.I)),
-    ("food", "Food and drink", re.compile(r"\b(vegetarian|vegan|eat|eats|food|meal|meals|drink|drinks|alcohol|cook\w*|restaurant|coffee|tea)\b", re.I)),
-    ("work", "Work", re.compile(r"\b(work|works|job|manager|boss|employer|company|office|colleague\w*|career|project|engineer|promotion)\b", re.I)),
-    ("family", "Family and friends", re.compile(r"\b(wife|husband|partner|daughter|son|kids|children|child|mother|mom|father|dad|brother|sister|family|friend|friends|grandma|grandpa)\b", re.I)),
+    (
+        "vehicles",
+        "Vehicles",
+        re.compile(
+            r"\b(car|cars|vehicle|vehicles|honda|tesla|toyota|ford|bmw|vin|mileage|drive|drives|driving|lease|leased|dealership)\b", re.I
+        ),
+    ),
+    (
+        "travel",
+        "Travel",
+        re.compile(
+            r"\b(flight|flights|fly|flying|seat|seats|trip|trips|travel|travelling|traveling|airport|hotel|passport|visa|vacation|booking|airline|frequent flyer|itinerary)\b",
+            re.I,
+        ),
+    ),
+    (
+        "health",
+        "Health",
+        re.compile(
+            r"\b(doctor|allerg\w*|medication|medicine|hospital|health|dentist|therapy|diagnos\w*|symptom\w*|surgery|pregnan\w*)\b", re.I
+        ),
+    ),
+    (
+        "finances",
+        "Finances",
+        re.compile(
+            r"(\$|€|£|\b(bank|account|income|salary|loan|mortgage|credit|debit|payment|insurance|policy|invest\w*|savings|budget|tax|taxes)\b)",
+            re.I,
+        ),
+    ),
+    (
+        "food",
+        "Food and drink",
+        re.compile(r"\b(vegetarian|vegan|eat|eats|food|meal|meals|drink|drinks|alcohol|cook\w*|restaurant|coffee|tea)\b", re.I),
+    ),
+    (
+        "work",
+        "Work",
+        re.compile(r"\b(work|works|job|manager|boss|employer|company|office|colleague\w*|career|project|engineer|promotion)\b", re.I),
+    ),
+    (
+        "family",
+        "Family and friends",
+        re.compile(
+            r"\b(wife|husband|partner|daughter|son|kids|children|child|mother|mom|father|dad|brother|sister|family|friend|friends|grandma|grandpa)\b",
+            re.I,
+        ),
+    ),
 ]
 
 PROFILE_KEYS = {"home", "address", "seat", "diet", "work", "name", "phone", "email", "manager", "partner", "child"}
 PLAN_RE = re.compile(r"\b(?:will|going to|plan|planning|want to|hope to|next (?:week|month|year)|tomorrow|soon)\b", re.I)
-EVENT_RE = re.compile(r"\b(?:went|visited|moved|bought|started|finished|met|joined|left|got|had|took|attended|ran|won|lost|adopted|graduated|married|ago|last (?:week|month|year|weekend)|yesterday)\b", re.I)
+EVENT_RE = re.compile(
+    r"\b(?:went|visited|moved|bought|started|finished|met|joined|left|got|had|took|attended|ran|won|lost|adopted|graduated|married|ago|last (?:week|month|year|weekend)|yesterday)\b",
+    re.I,
+)
 
-_VERB_S = {"have": "has", "do": "does", "go": "goes", "am": "is", "was": "was", "can": "can", "will": "will", "would": "would", "should": "should", "could": "could", "must": "must", "might": "might", "may": "may", "don't": "doesn't", "haven't": "hasn't"}
+_VERB_S = {
+    "have": "has",
+    "do": "does",
+    "go": "goes",
+    "am": "is",
+    "was": "was",
+    "can": "can",
+    "will": "will",
+    "would": "would",
+    "should": "should",
+    "could": "could",
+    "must": "must",
+    "might": "might",
+    "may": "may",
+    "don't": "doesn't",
+    "haven't": "hasn't",
+}
 
 
-_ADVERBS = {"now", "also", "really", "just", "still", "always", "never", "usually", "often", "sometimes", "only", "actually", "definitely", "mostly", "finally", "recently", "already", "currently", "generally", "normally", "absolutely", "totally", "honestly"}
+_ADVERBS = {
+    "now",
+    "also",
+    "really",
+    "just",
+    "still",
+    "always",
+    "never",
+    "usually",
+    "often",
+    "sometimes",
+    "only",
+    "actually",
+    "definitely",
+    "mostly",
+    "finally",
+    "recently",
+    "already",
+    "currently",
+    "generally",
+    "normally",
+    "absolutely",
+    "totally",
+    "honestly",
+}
 _BASE_VERBS = set(
     "prefer like love hate need want live work own drive use eat drink take travel plan speak enjoy know think "
     "feel hope try keep make play run read write study teach watch visit cook paint bake sing dance swim walk "
@@ -190,7 +280,12 @@ def _short_answer(previous: tuple[int, int, str, str, str] | None, speaker: str,
     if previous is None or previous[2] == speaker:
         return None
     words = text.split()
-    if text.strip().endswith("?") or not 1 <= len(words) <= 10 or not re.search(r"\d|\b[A-Z][a-z]+\b(?<!^\w)", text[1:]) and not re.search(r"\d", text):
+    if (
+        text.strip().endswith("?")
+        or not 1 <= len(words) <= 10
+        or not re.search(r"\d|\b[A-Z][a-z]+\b(?<!^\w)", text[1:])
+        and not re.search(r"\d", text)
+    ):
         return None
     questions = [q.strip() for q in SENTENCE_RE.findall(previous[4]) if q.strip().endswith("?")]
     if not questions:
@@ -319,7 +414,7 @@ def render_memory_page(memory: MemoryPage, summary: str, overview_limit: int = 1
 def is_generated(text: str, path: str) -> bool:
     try:
         page: Page = parse_page(text, path)
-    except Exception:  # noqa: BLE001 - a page we cannot read is not ours to rewrite
+    except Exception:
         return False
     return GENERATED_TAG in (page.meta.get("tags") or [])
 

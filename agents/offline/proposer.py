@@ -11,12 +11,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agents.backend import WriteBackend
 from agents.offline.extractive import (
     GENERATED_TAG,
     SENTENCE_RE,
-    MemoryPage,
     Entry,
+    MemoryPage,
     Statement,
+    _terminated,
     attribute_of,
     citation_line,
     conversation_statements,
@@ -25,9 +27,7 @@ from agents.offline.extractive import (
     load_memory_page,
     render_memory_page,
     topic_of,
-    _terminated,
 )
-from agents.backend import WriteBackend
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
 from kb.markdown import slugify
@@ -38,7 +38,19 @@ from kb.tokens import count_tokens
 IDENTITY = {"name", "home", "address", "work", "phone", "email"}
 PREFERENCES = {"seat", "diet"}
 PEOPLE = {"manager", "partner", "child"}
-ATTRIBUTE_LABELS = {"name": "name", "home": "home city", "address": "address", "work": "work", "phone": "phone", "email": "email", "seat": "seat preference", "diet": "diet", "manager": "manager", "partner": "partner", "child": "child"}
+ATTRIBUTE_LABELS = {
+    "name": "name",
+    "home": "home city",
+    "address": "address",
+    "work": "work",
+    "phone": "phone",
+    "email": "email",
+    "seat": "seat preference",
+    "diet": "diet",
+    "manager": "manager",
+    "partner": "partner",
+    "child": "child",
+}
 
 ReadPage = Callable[[str], "str | None"]
 
@@ -101,7 +113,11 @@ def new_index(folder: str, title: str, summary: str, scope: str) -> str:
 def document_page(item: EvidenceItem, path: str, existing: str | None) -> tuple[str, int]:
     lines = item.text.splitlines()
     title = next((l[2:].strip() for l in lines if l.startswith("# ")), "") or item.source or item.id
-    memory = load_memory_page(existing, path) if existing else MemoryPage(path, title, "fact", "system" if item.scope == "system" else item.scope)
+    memory = (
+        load_memory_page(existing, path)
+        if existing
+        else MemoryPage(path, title, "fact", "system" if item.scope == "system" else item.scope)
+    )
     memory.sources.add(item.id)
     memory.valid_from = memory.valid_from or item.date
     section = "Content"
@@ -168,7 +184,9 @@ def _profile_section(key: str) -> str:
     return "People"
 
 
-def plan_user_memory(user: str, items: list[EvidenceItem], read: ReadPage, name: str | None = None, speakers: set[str] | None = None) -> Plan:
+def plan_user_memory(
+    user: str, items: list[EvidenceItem], read: ReadPage, name: str | None = None, speakers: set[str] | None = None
+) -> Plan:
     """Profile, topic pages and timeline of ``users/<user>/`` updated with ``items`` (date order)."""
     name = name or display_name(user)
     folder = f"users/{user}"
@@ -191,7 +209,11 @@ def plan_user_memory(user: str, items: list[EvidenceItem], read: ReadPage, name:
     vehicles: list[str] = []
     existing_vehicles = read(f"{folder}/vehicles.md")
     if existing_vehicles and is_generated(existing_vehicles, f"{folder}/vehicles.md"):
-        vehicles.extend(str(f.get("value")) for f in load_memory_page(existing_vehicles, f"{folder}/vehicles.md").facts if str(f.get("key", "")).startswith("vehicle:"))
+        vehicles.extend(
+            str(f.get("value"))
+            for f in load_memory_page(existing_vehicles, f"{folder}/vehicles.md").facts
+            if str(f.get("key", "")).startswith("vehicle:")
+        )
     user_speakers = {"user", "human", user, name, name.split()[0]} | (speakers or set())
     for item in sorted(items, key=lambda i: (i.date, i.id)):
         if item.kind not in ("conversation", "trajectory"):
@@ -205,7 +227,18 @@ def plan_user_memory(user: str, items: list[EvidenceItem], read: ReadPage, name:
                     # instruction reads before the ones it may reverse
                     entry = Entry(f'Instruction from {st.speaker}: "{st.quote}"[^{label}] _(given {st.date})_', label, citation_line(st))
                     profile.sections.setdefault("Instructions", []).insert(0, entry)
-                    profile.facts.append({"key": "instruction", "value": st.quote, "about": name, "relation": "instruction", "learned": f"given by {st.speaker} on {st.date}", "valid_from": st.date, "source": f"{st.evidence_id}#L{st.start}", "label": label})
+                    profile.facts.append(
+                        {
+                            "key": "instruction",
+                            "value": st.quote,
+                            "about": name,
+                            "relation": "instruction",
+                            "learned": f"given by {st.speaker} on {st.date}",
+                            "valid_from": st.date,
+                            "source": f"{st.evidence_id}#L{st.start}",
+                            "label": label,
+                        }
+                    )
                     profile.sources.add(st.evidence_id)
                     claims += 1
                 continue
@@ -223,17 +256,19 @@ def plan_user_memory(user: str, items: list[EvidenceItem], read: ReadPage, name:
                     closed += 1
                     _close_entry(profile, str(fact.get("label", "")), st.date)
                 relation = "self" if attr.key.split(":")[0] in IDENTITY | PREFERENCES else attr.key.split(":")[0]
-                profile.facts.append({
-                    "key": attr.key,
-                    "value": attr.value,
-                    "about": name if relation == "self" else attr.value,
-                    "relation": relation,
-                    "learned": f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}",
-                    "valid_from": st.date,
-                    "valid_to": None,
-                    "source": f"{st.evidence_id}#L{st.start}",
-                    "label": label,
-                })
+                profile.facts.append(
+                    {
+                        "key": attr.key,
+                        "value": attr.value,
+                        "about": name if relation == "self" else attr.value,
+                        "relation": relation,
+                        "learned": f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}",
+                        "valid_from": st.date,
+                        "valid_to": None,
+                        "source": f"{st.evidence_id}#L{st.start}",
+                        "label": label,
+                    }
+                )
                 profile.sections.setdefault(section, []).append(_entry(st))
                 profile.sources.add(st.evidence_id)
                 claims += 1
@@ -243,15 +278,37 @@ def plan_user_memory(user: str, items: list[EvidenceItem], read: ReadPage, name:
                 slug, title = "vehicles", vehicle
             else:
                 slug, title = topic_of(st)
-            topic = page(slug, f"{name}: {'cars and other vehicles' if slug == 'vehicles' else title.lower()}" if slug != "notes" else f"{name}: other facts", "topic")
+            topic = page(
+                slug,
+                f"{name}: {'cars and other vehicles' if slug == 'vehicles' else title.lower()}"
+                if slug != "notes"
+                else f"{name}: other facts",
+                "topic",
+            )
             if topic.has_label(label):
                 continue
             if vehicle is not None and not any(f.get("key") == f"vehicle:{slugify(vehicle)}" for f in topic.facts):
-                topic.facts.append({"key": f"vehicle:{slugify(vehicle)}", "value": vehicle, "about": vehicle, "relation": f"{name}'s vehicle", "learned": f"first mentioned by {st.speaker} on {st.date}", "valid_from": st.date, "source": f"{st.evidence_id}#L{st.start}"})
+                topic.facts.append(
+                    {
+                        "key": f"vehicle:{slugify(vehicle)}",
+                        "value": vehicle,
+                        "about": vehicle,
+                        "relation": f"{name}'s vehicle",
+                        "learned": f"first mentioned by {st.speaker} on {st.date}",
+                        "valid_from": st.date,
+                        "source": f"{st.evidence_id}#L{st.start}",
+                    }
+                )
             topic.sections.setdefault(title, []).append(_entry(st))
             topic.sources.add(st.evidence_id)
             claims += 1
-            if st.date and (re.search(r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next)\b", st.quote, re.I)):
+            if st.date and (
+                re.search(
+                    r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next)\b",
+                    st.quote,
+                    re.I,
+                )
+            ):
                 timeline = page("timeline", f"{name}'s timeline", "timeline")
                 if not timeline.has_label(label):
                     timeline.sections.setdefault(st.date, []).append(_entry(st))
@@ -272,7 +329,10 @@ def plan_user_memory(user: str, items: list[EvidenceItem], read: ReadPage, name:
     return Plan(writes, claims, closed, tuple(i.id for i in items))
 
 
-INSTRUCTION_RE = re.compile(r"^(?:(?:ok|okay|also|and|so|actually),?\s+)?(?:please\b|always\b|never\b|don't\b|do not\b|make sure\b|from now on\b|i want you to\b|remember to\b)|\bfrom now on\b", re.I)
+INSTRUCTION_RE = re.compile(
+    r"^(?:(?:ok|okay|also|and|so|actually),?\s+)?(?:please\b|always\b|never\b|don't\b|do not\b|make sure\b|from now on\b|i want you to\b|remember to\b)|\bfrom now on\b",
+    re.I,
+)
 VEHICLE_RE = re.compile(r"\b((?:19|20)\d{2}) ([A-Z][a-zA-Z]+(?:-[A-Z][a-z]+)?) ([A-Z0-9][\w-]*(?: [0-9A-Z][\w-]*)?)")
 
 

@@ -38,7 +38,15 @@ def conflicting_facts(page: Page) -> list[Comment]:
     for key, facts in sorted(current.items()):
         values = sorted({str(f.get("value")) for f in facts})
         if len(values) > 1:
-            out.append(Comment(kind="conflict", path=page.path, line=line, message=f"conflict: `{key}` has several current values ({', '.join(values)}); close the older one with valid_to or mark the page disputed", evidence=str(facts[-1].get("source") or "")))
+            out.append(
+                Comment(
+                    kind="conflict",
+                    path=page.path,
+                    line=line,
+                    message=f"conflict: `{key}` has several current values ({', '.join(values)}); close the older one with valid_to or mark the page disputed",
+                    evidence=str(facts[-1].get("source") or ""),
+                )
+            )
     return out
 
 
@@ -52,7 +60,15 @@ def deleted_claims(before: Page, after: Page | None, elsewhere: set[str]) -> lis
     out = []
     for ref, cite in sorted(old.items()):
         if ref not in new and ref not in elsewhere:
-            out.append(Comment(kind="over_deletion", path=before.path, line=0 if after is None else 1, message=f"over-deletion: the claim citing {ref} (\"{cite.quote[:80]}\") was removed although its evidence still stands; close it with valid_to or deprecate the page instead", evidence=ref))
+            out.append(
+                Comment(
+                    kind="over_deletion",
+                    path=before.path,
+                    line=0 if after is None else 1,
+                    message=f'over-deletion: the claim citing {ref} ("{cite.quote[:80]}") was removed although its evidence still stands; close it with valid_to or deprecate the page instead',
+                    evidence=ref,
+                )
+            )
     return out
 
 
@@ -85,4 +101,6 @@ class OfflineReviewer:
             summary = f"{len(comments)} problem(s): gate errors {gate}, others {len(comments) - gate}."
             return ReviewOutcome("request_changes", summary, tuple(comments), self.identity)
         summary = f"Gate clean; no conflicting current facts; no over-deletion in {len(pages)} changed page(s)."
-        return ReviewOutcome("approve", summary, (), self.identity, transcript={"agent": self.identity.model, "head": task.head, "verdict": "approve"})
+        return ReviewOutcome(
+            "approve", summary, (), self.identity, transcript={"agent": self.identity.model, "head": task.head, "verdict": "approve"}
+        )

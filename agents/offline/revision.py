@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
+from agents.backend import WriteBackend
 from agents.schemas import Comment
 from kb.errors import FormatError
 from kb.page import parse_page, render_page
-from agents.backend import WriteBackend
 
 REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
 

@@ -29,30 +29,82 @@ def check_page(snapshot: Snapshot, page: Page) -> list[Finding]:
                 out.append(Finding(page.path, claim.line, "citation.undefined", f"footnote [^{label}] has no definition", hint=CITE_HINT))
     for cite in structure.citations:
         if cite.evidence_id is None:
-            out.append(Finding(page.path, cite.line, "citation.malformed", f"footnote [^{cite.label}] is not a citation: {cite.raw[:80]!r}", hint=CITE_HINT))
+            out.append(
+                Finding(
+                    page.path,
+                    cite.line,
+                    "citation.malformed",
+                    f"footnote [^{cite.label}] is not a citation: {cite.raw[:80]!r}",
+                    hint=CITE_HINT,
+                )
+            )
             continue
         if cite.label not in used:
-            out.append(Finding(page.path, cite.line, "citation.unused", f"footnote [^{cite.label}] is never referenced", severity="warning"))
+            out.append(
+                Finding(page.path, cite.line, "citation.unused", f"footnote [^{cite.label}] is never referenced", severity="warning")
+            )
         entry = snapshot.evidence_by_id.get(cite.evidence_id)
         if entry is None:
-            out.append(Finding(page.path, cite.line, "citation.evidence", f"[^{cite.label}] cites unknown evidence {cite.evidence_id}", hint="cite an id from `kb evidence list`"))
+            out.append(
+                Finding(
+                    page.path,
+                    cite.line,
+                    "citation.evidence",
+                    f"[^{cite.label}] cites unknown evidence {cite.evidence_id}",
+                    hint="cite an id from `kb evidence list`",
+                )
+            )
             continue
         if not visible_from(page_scope, entry.scope):
-            out.append(Finding(page.path, cite.line, "citation.scope", f"[^{cite.label}] cites {entry.scope} evidence from a {page_scope} page", hint="system pages cite system evidence; a user's pages cite that user's or system evidence"))
+            out.append(
+                Finding(
+                    page.path,
+                    cite.line,
+                    "citation.scope",
+                    f"[^{cite.label}] cites {entry.scope} evidence from a {page_scope} page",
+                    hint="system pages cite system evidence; a user's pages cite that user's or system evidence",
+                )
+            )
             continue
         lines = snapshot.evidence_lines(cite.evidence_id)
         if lines is None:
-            out.append(Finding(page.path, cite.line, "citation.evidence", f"[^{cite.label}]: the file of {cite.evidence_id} cannot be read"))
+            out.append(
+                Finding(page.path, cite.line, "citation.evidence", f"[^{cite.label}]: the file of {cite.evidence_id} cannot be read")
+            )
             continue
         if cite.start < 1 or cite.end > len(lines) or cite.end < cite.start:
-            out.append(Finding(page.path, cite.line, "citation.lines", f"[^{cite.label}] cites L{cite.start}-L{cite.end} but {cite.evidence_id} has {len(lines)} lines", hint=f"`kb evidence show {cite.evidence_id}` shows the numbered lines"))
+            out.append(
+                Finding(
+                    page.path,
+                    cite.line,
+                    "citation.lines",
+                    f"[^{cite.label}] cites L{cite.start}-L{cite.end} but {cite.evidence_id} has {len(lines)} lines",
+                    hint=f"`kb evidence show {cite.evidence_id}` shows the numbered lines",
+                )
+            )
             continue
         span = normalise_quote("\n".join(lines[cite.start - 1 : cite.end]))
         quote = normalise_quote(cite.quote)
         if not quote or quote not in span:
-            out.append(Finding(page.path, cite.line, "citation.quote", f"[^{cite.label}]: the quote is not in {cite.evidence_id}#L{cite.start}-L{cite.end}", hint="quote the evidence verbatim (whitespace and width may differ)"))
+            out.append(
+                Finding(
+                    page.path,
+                    cite.line,
+                    "citation.quote",
+                    f"[^{cite.label}]: the quote is not in {cite.evidence_id}#L{cite.start}-L{cite.end}",
+                    hint="quote the evidence verbatim (whitespace and width may differ)",
+                )
+            )
         if sources and cite.evidence_id not in sources:
-            out.append(Finding(page.path, page.meta_lines.get("sources", 1), "citation.sources", f"{cite.evidence_id} is cited but not listed in `sources`", severity="warning"))
+            out.append(
+                Finding(
+                    page.path,
+                    page.meta_lines.get("sources", 1),
+                    "citation.sources",
+                    f"{cite.evidence_id} is cited but not listed in `sources`",
+                    severity="warning",
+                )
+            )
     return out
 
 
@@ -61,4 +113,3 @@ def check(snapshot: Snapshot, selection: Selection) -> list[Finding]:
     for page in selected_pages(snapshot, selection):
         out.extend(check_page(snapshot, page))
     return out
-

@@ -34,13 +34,25 @@ def check_ledger(snapshot: Snapshot, selection: Selection) -> list[Finding]:
         if not file.is_file():
             out.append(Finding(entry.path, 1, "evidence.removed", f"{entry.id} (ledger line {n}) is missing", hint=RESTORE))
         elif _sha(file.read_bytes()) != entry.sha256:
-            out.append(Finding(entry.path, 1, "evidence.modified", f"{entry.id} no longer matches the hash in the ledger (line {n})", hint=RESTORE))
-    candidates = changed if changed is not None else {
-        p.relative_to(snapshot.root).as_posix() for p in (snapshot.root / EVIDENCE_DIR).rglob("*") if p.is_file()
-    }
+            out.append(
+                Finding(entry.path, 1, "evidence.modified", f"{entry.id} no longer matches the hash in the ledger (line {n})", hint=RESTORE)
+            )
+    candidates = (
+        changed
+        if changed is not None
+        else {p.relative_to(snapshot.root).as_posix() for p in (snapshot.root / EVIDENCE_DIR).rglob("*") if p.is_file()}
+    )
     for path in sorted(candidates):
         if path != LEDGER_PATH and path.startswith(EVIDENCE_DIR + "/") and path not in recorded and (snapshot.root / path).is_file():
-            out.append(Finding(path, 1, "evidence.unrecorded", "file under evidence/ that the ledger does not record", hint="add evidence only with `kb evidence add`"))
+            out.append(
+                Finding(
+                    path,
+                    1,
+                    "evidence.unrecorded",
+                    "file under evidence/ that the ledger does not record",
+                    hint="add evidence only with `kb evidence add`",
+                )
+            )
     return out
 
 
@@ -76,7 +88,9 @@ def check_against_base(snapshot: Snapshot, base: pygit2.Commit, repo_git: pygit2
         else:
             data = file.read_bytes()
             if data != base_blob:
-                out.append(Finding(e.path, _first_diff_line(base_blob, data), "evidence.modified", f"{e.id} differs from the base", hint=RESTORE))
+                out.append(
+                    Finding(e.path, _first_diff_line(base_blob, data), "evidence.modified", f"{e.id} differs from the base", hint=RESTORE)
+                )
     return out
 
 

@@ -10,7 +10,7 @@ from ci.selection import Selection
 from ci.snapshot import Snapshot
 from kb.errors import FormatError
 from kb.ids import is_evidence_id
-from kb.page import FIELD_ORDER, PAGE_TYPES, Page, STATUSES, page_id_for_path
+from kb.page import FIELD_ORDER, PAGE_TYPES, STATUSES, Page, page_id_for_path
 from kb.scopes import scope_for_path
 
 REQUIRED = ("id", "type", "title", "summary", "scope", "status")
@@ -68,22 +68,42 @@ def check_page(page: Page) -> list[Finding]:
     for key, value in meta.items():
         line = page.meta_lines.get(key, 1)
         if key not in FIELD_ORDER:
-            out.append(Finding(page.path, line, "frontmatter.unknown-key", f"unknown field `{key}`", hint="remove it or fix its spelling; " + HINT))
+            out.append(
+                Finding(page.path, line, "frontmatter.unknown-key", f"unknown field `{key}`", hint="remove it or fix its spelling; " + HINT)
+            )
             continue
         problem = _type_problem(key, value)
         if problem:
             out.append(Finding(page.path, line, "frontmatter.type", problem, hint=HINT))
     vf, vt = meta.get("valid_from"), meta.get("valid_to")
     if isinstance(vf, str) and isinstance(vt, str) and DATE_RE.match(vf) and DATE_RE.match(vt) and vt[:10] < vf[:10]:
-        out.append(Finding(page.path, page.meta_lines.get("valid_to", 1), "frontmatter.validity", f"valid_to {vt} is before valid_from {vf}"))
+        out.append(
+            Finding(page.path, page.meta_lines.get("valid_to", 1), "frontmatter.validity", f"valid_to {vt} is before valid_from {vf}")
+        )
     expected_id = page_id_for_path(page.path)
     if isinstance(meta.get("id"), str) and meta["id"] != expected_id:
-        out.append(Finding(page.path, page.meta_lines.get("id", 1), "id.path", f"id `{meta['id']}` does not match its path (expected `{expected_id}`)", hint="rename the file or fix the id"))
+        out.append(
+            Finding(
+                page.path,
+                page.meta_lines.get("id", 1),
+                "id.path",
+                f"id `{meta['id']}` does not match its path (expected `{expected_id}`)",
+                hint="rename the file or fix the id",
+            )
+        )
     expected_scope = scope_for_path(page.path)
     if expected_scope is None:
         out.append(Finding(page.path, 1, "scope.path", "pages live under knowledge/ or users/<id>/"))
     elif isinstance(meta.get("scope"), str) and meta["scope"] != expected_scope:
-        out.append(Finding(page.path, page.meta_lines.get("scope", 1), "scope.path", f"scope `{meta['scope']}` does not match its path (expected `{expected_scope}`)", hint="the folder decides the scope"))
+        out.append(
+            Finding(
+                page.path,
+                page.meta_lines.get("scope", 1),
+                "scope.path",
+                f"scope `{meta['scope']}` does not match its path (expected `{expected_scope}`)",
+                hint="the folder decides the scope",
+            )
+        )
     if page.path.endswith("/index.md") and meta.get("type") != "index":
         out.append(Finding(page.path, page.meta_lines.get("type", 1), "frontmatter.type", "a folder's index.md must have `type: index`"))
     return out

@@ -43,7 +43,17 @@ def _numbers(text: str) -> set[str]:
 def _date_forms(year: str, month: str, day: str) -> list[str]:
     name = MONTHS[int(month) - 1]
     d = str(int(day))
-    return [f"{year}-{month}-{day}", f"{name} {d}", f"{d} {name}", f"{name} {d}st", f"{name} {d}nd", f"{name} {d}rd", f"{name} {d}th", f"{year}/{month}/{day}", f"{year}年{int(month)}月{d}日"]
+    return [
+        f"{year}-{month}-{day}",
+        f"{name} {d}",
+        f"{d} {name}",
+        f"{name} {d}st",
+        f"{name} {d}nd",
+        f"{name} {d}rd",
+        f"{name} {d}th",
+        f"{year}/{month}/{day}",
+        f"{year}年{int(month)}月{d}日",
+    ]
 
 
 def check_claim(claim_text: str, quote: str, span: str) -> list[Ungrounded]:
@@ -84,5 +94,13 @@ def check_page_grounding(snapshot: Snapshot, page: Page) -> list[Finding]:
                 continue  # reported by the citation rules
             span = "\n".join(lines[cite.start - 1 : cite.end])
             for problem in check_claim(claim.text, cite.quote, span):
-                out.append(Finding(page.path, claim.line, problem.rule, f"[^{label}] {problem.message}", hint=f"cite the evidence that states it, or fix the claim ({cite.evidence_id}#L{cite.start}-L{cite.end})"))
+                out.append(
+                    Finding(
+                        page.path,
+                        claim.line,
+                        problem.rule,
+                        f"[^{label}] {problem.message}",
+                        hint=f"cite the evidence that states it, or fix the claim ({cite.evidence_id}#L{cite.start}-L{cite.end})",
+                    )
+                )
     return out

@@ -41,7 +41,15 @@ def check_folder(snapshot: Snapshot, folder: str) -> list[Finding]:
     index_path = f"{folder}/index.md"
     children = children_of(snapshot, folder)
     if not snapshot.has_page(index_path):
-        out = [Finding(index_path, 1, "index.missing", f"folder {folder}/ has no index.md", hint="create it with `type: index` and list every page of the folder")]
+        out = [
+            Finding(
+                index_path,
+                1,
+                "index.missing",
+                f"folder {folder}/ has no index.md",
+                hint="create it with `type: index` and list every page of the folder",
+            )
+        ]
         out += [Finding(path, 1, "index.orphan", f"not reachable: {folder}/ has no index.md") for path in children.values()]
         return out
     index = snapshot.page(index_path)
@@ -55,14 +63,32 @@ def check_folder(snapshot: Snapshot, folder: str) -> list[Finding]:
             continue
         listed[target] = line
         if target not in children:
-            out.append(Finding(index_path, line, "index.extra", f"lists `{target}`, which is not a page of this folder", hint="list only the folder's pages and subfolder indexes"))
+            out.append(
+                Finding(
+                    index_path,
+                    line,
+                    "index.extra",
+                    f"lists `{target}`, which is not a page of this folder",
+                    hint="list only the folder's pages and subfolder indexes",
+                )
+            )
             continue
         child = snapshot.page(children[target])
         if isinstance(child, Page) and child.summary and normalise_quote(child.summary) not in normalise_quote(text):
-            out.append(Finding(index_path, line, "index.summary", f"the entry for `{target}` does not show its L0 summary", hint=f"write: - [[{target}]]: {child.summary}"))
+            out.append(
+                Finding(
+                    index_path,
+                    line,
+                    "index.summary",
+                    f"the entry for `{target}` does not show its L0 summary",
+                    hint=f"write: - [[{target}]]: {child.summary}",
+                )
+            )
     for child_id, path in sorted(children.items()):
         if child_id not in listed:
-            out.append(Finding(index_path, 1, "index.unlisted", f"does not list `{child_id}`", hint=f"add: - [[{child_id}]]: <its summary>"))
+            out.append(
+                Finding(index_path, 1, "index.unlisted", f"does not list `{child_id}`", hint=f"add: - [[{child_id}]]: <its summary>")
+            )
             out.append(Finding(path, 1, "index.orphan", f"not listed in {index_path}"))
     return out
 

@@ -36,15 +36,39 @@ def check_page(snapshot: Snapshot, page: Page) -> list[Finding]:
                     out.append(Finding(page.path, link.line, "link.broken", f"link {shown}: no file {target_path}"))
                 continue
         if not snapshot.has_page(target_path):
-            out.append(Finding(page.path, link.line, "link.broken", f"link {shown}: no page `{page_id_for_path(target_path)}`", hint="fix the target or create the page"))
+            out.append(
+                Finding(
+                    page.path,
+                    link.line,
+                    "link.broken",
+                    f"link {shown}: no page `{page_id_for_path(target_path)}`",
+                    hint="fix the target or create the page",
+                )
+            )
             continue
         if not visible_from(own_scope, scope_for_path(target_path)):
-            out.append(Finding(page.path, link.line, "link.scope", f"link {shown} points into another scope ({scope_for_path(target_path)})", hint="pages may link only to system pages and pages of their own user"))
+            out.append(
+                Finding(
+                    page.path,
+                    link.line,
+                    "link.scope",
+                    f"link {shown} points into another scope ({scope_for_path(target_path)})",
+                    hint="pages may link only to system pages and pages of their own user",
+                )
+            )
             continue
         if link.anchor:
             target = page if target_path == page.path else snapshot.page_by_id(page_id_for_path(target_path))
             if target is not None and link.anchor not in target.structure.anchors:
-                out.append(Finding(page.path, link.line, "link.anchor", f"link {shown}: `{page_id_for_path(target_path)}` has no section `#{link.anchor}`", hint="anchors are heading slugs; `kb read PAGE` lists them"))
+                out.append(
+                    Finding(
+                        page.path,
+                        link.line,
+                        "link.anchor",
+                        f"link {shown}: `{page_id_for_path(target_path)}` has no section `#{link.anchor}`",
+                        hint="anchors are heading slugs; `kb read PAGE` lists them",
+                    )
+                )
     return out
 
 

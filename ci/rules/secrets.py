@@ -22,7 +22,11 @@ def check(snapshot: Snapshot, selection: Selection) -> list[Finding]:
         except UnicodeDecodeError:
             continue  # reported as page.parse
         out.extend(_scan(path, text))
-    paths = [e.path for e in snapshot.ledger] if selection.evidence_paths is None else [p for p in selection.evidence_paths if p.endswith(".md")]
+    paths = (
+        [e.path for e in snapshot.ledger]
+        if selection.evidence_paths is None
+        else [p for p in selection.evidence_paths if p.endswith(".md")]
+    )
     for path in paths:
         file = snapshot.root / path
         if file.is_file():

@@ -15,8 +15,7 @@ from pathlib import Path
 import click
 import typer
 
-from kb.cli import evaluate
-from kb.cli import loop, memory, reading, repository
+from kb.cli import evaluate, loop, memory, reading, repository
 from kb.cli.common import RepoOpt, set_repo_option
 from kb.cli.evidence import evidence_app
 from kb.cli.index import index_app
@@ -80,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the one top-level handler for bugs
+    except Exception as exc:
         log = _crash_log(exc)
         typer.echo(f"error: internal error ({type(exc).__name__}: {exc}); this is a bug, details in {log}", err=True)
         sys.exit(EXIT_BUG)

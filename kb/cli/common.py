@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 
 _state: dict[str, Path | None] = {"repo": None}
 
-RepoOpt = Annotated[Optional[Path], typer.Option("--repo", help="Repository root (default: found from the current directory upward).", envvar="KB_REPO")]
+RepoOpt = Annotated[
+    Path | None, typer.Option("--repo", help="Repository root (default: found from the current directory upward).", envvar="KB_REPO")
+]
 AsOpt = Annotated[str, typer.Option("--as", help="Principal: system, or user:<id> (sees system + that user).")]
-CommitOpt = Annotated[Optional[str], typer.Option("--commit", help="Read this commit or branch (default HEAD).")]
+CommitOpt = Annotated[str | None, typer.Option("--commit", help="Read this commit or branch (default HEAD).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON.")]
 
 

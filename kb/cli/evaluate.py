@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from kb.cli.common import JsonOpt, echo, open_repo, parse_cutoffs, print_json, progress
 from kb.errors import UsageError
 
-eval_app = typer.Typer(help="Evaluations.\n\nExample: kb eval retrieval --corpus corpus.jsonl --queries queries.jsonl --qrels qrels/dev.tsv", no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Evaluations.\n\nExample: kb eval retrieval --corpus corpus.jsonl --queries queries.jsonl --qrels qrels/dev.tsv",
+    no_args_is_help=True,
+)
 
 
 def _eval_config(chunk_tokens: int | None, chunk_overlap: int | None, rrf_k: int | None) -> Any:
@@ -35,10 +38,10 @@ def eval_retrieval(
     qrels: Annotated[Path, typer.Option("--qrels", help="Judgments .tsv: query-id, corpus-id, score.")],
     mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | dense | all")] = "all",
     k: Annotated[str, typer.Option("--k", help="Cut-off(s), e.g. 10 or 10,100.")] = "10",
-    workdir: Annotated[Optional[Path], typer.Option("--workdir", help="Keep the index here; a rerun re-embeds nothing.")] = None,
-    chunk_tokens: Annotated[Optional[int], typer.Option("--chunk-tokens", help="Override retrieval.chunk_tokens.")] = None,
-    chunk_overlap: Annotated[Optional[int], typer.Option("--chunk-overlap", help="Override retrieval.chunk_overlap.")] = None,
-    rrf_k: Annotated[Optional[int], typer.Option("--rrf-k", help="Override retrieval.rrf_k.")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="Keep the index here; a rerun re-embeds nothing.")] = None,
+    chunk_tokens: Annotated[int | None, typer.Option("--chunk-tokens", help="Override retrieval.chunk_tokens.")] = None,
+    chunk_overlap: Annotated[int | None, typer.Option("--chunk-overlap", help="Override retrieval.chunk_overlap.")] = None,
+    rrf_k: Annotated[int | None, typer.Option("--rrf-k", help="Override retrieval.rrf_k.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Recall@k, MRR@k and nDCG@k of BM25, dense and hybrid on BEIR files, side by side.
@@ -46,20 +49,24 @@ def eval_retrieval(
     Uses the product's chunker, analyzer, embedder and fusion; a document counts once (best
     chunk). Example: kb eval retrieval --corpus c.jsonl --queries q.jsonl --qrels dev.tsv --k 10,100
     """
-    from pipeline.eval.beir import EVAL_MODES, run_eval
     from kb.retrieval.embedder import make_embedder
+    from pipeline.eval.beir import EVAL_MODES, run_eval
 
     modes = list(EVAL_MODES) if mode == "all" else [mode]
     if any(m not in EVAL_MODES for m in modes):
         raise UsageError(f"unknown mode {mode!r}", hint="use hybrid, bm25, dense or all")
     config = _eval_config(chunk_tokens, chunk_overlap, rrf_k)
-    reports, info = run_eval(corpus, queries, qrels, config, modes, parse_cutoffs(k), workdir, make_embedder(config.retrieval.embedder), progress)
+    reports, info = run_eval(
+        corpus, queries, qrels, config, modes, parse_cutoffs(k), workdir, make_embedder(config.retrieval.embedder), progress
+    )
     if as_json:
         for report in reports:
             typer.echo(json.dumps(report.to_dict() | {"info": info}, sort_keys=True))
         return
     keys = list(reports[0].metrics)
-    echo(f"{info['queries']} queries, {info['documents']} documents, {info['chunks']} chunks ({info['embedded']} embedded this run), embedder {info['embedder']}")
+    echo(
+        f"{info['queries']} queries, {info['documents']} documents, {info['chunks']} chunks ({info['embedded']} embedded this run), embedder {info['embedder']}"
+    )
     echo(f"{'metric':<12}" + "".join(f"{r.mode:>10}" for r in reports))
     for key in keys:
         echo(f"{key:<12}" + "".join(f"{r.metrics[key]:>10.4f}" for r in reports))
@@ -67,14 +74,20 @@ def eval_retrieval(
 
 @eval_app.command("memory")
 def memory(
-    locomo: Annotated[Optional[Path], typer.Option(help="LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")] = None,
-    cases: Annotated[Optional[Path], typer.Option(help="Folder of YAML memory cases.")] = None,
+    locomo: Annotated[Path | None, typer.Option(help="LoCoMo JSON file (e.g. ../shared/data/locomo/locomo-dev.json).")] = None,
+    cases: Annotated[Path | None, typer.Option(help="Folder of YAML memory cases.")] = None,
     variant: Annotated[str, typer.Option(help="raw | pages | both | all")] = "all",
     k: Annotated[str, typer.Option(help="Comma-separated cut-offs.")] = "5,10",
-    limit: Annotated[Optional[int], typer.Option(help="LoCoMo: only the first N conversations.")] = None,
-    qa_limit: Annotated[Optional[int], typer.Option(help="LoCoMo: only the first N questions of each conversation.")] = None,
-    workdir: Annotated[Optional[Path], typer.Option(help="Where to build the evaluation repositories (default: a temp dir).")] = None,
-    judge: Annotated[bool, typer.Option("--judge", help="Cases: also answer with models.proposer and grade with models.judge (a third family). Opt-in; calls real models.")] = False,
+    limit: Annotated[int | None, typer.Option(help="LoCoMo: only the first N conversations.")] = None,
+    qa_limit: Annotated[int | None, typer.Option(help="LoCoMo: only the first N questions of each conversation.")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Where to build the evaluation repositories (default: a temp dir).")] = None,
+    judge: Annotated[
+        bool,
+        typer.Option(
+            "--judge",
+            help="Cases: also answer with models.proposer and grade with models.judge (a third family). Opt-in; calls real models.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Per variant: overall and per-category recall@k.")] = False,
 ) -> None:
     """Evaluate memory without a model: LoCoMo evidence recall@k per category for raw evidence,

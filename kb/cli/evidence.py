@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,8 +18,8 @@ evidence_app = typer.Typer(help="The append-only evidence log.\n\nExample: kb ev
 def add(
     files: Annotated[list[Path], typer.Argument(help="Files to add (JSON/JSONL chats, Markdown, text).")],
     kind: Annotated[str, typer.Option(help="conversation | trajectory | document | tool-output")] = "document",
-    user: Annotated[Optional[str], typer.Option(help="Scope the items to this user (user:<id>); default system.")] = None,
-    source: Annotated[Optional[str], typer.Option(help="Where the material came from (default: file name).")] = None,
+    user: Annotated[str | None, typer.Option(help="Scope the items to this user (user:<id>); default system.")] = None,
+    source: Annotated[str | None, typer.Option(help="Where the material came from (default: file name).")] = None,
 ) -> None:
     """Append files to the evidence log (atomic, deduplicated by content, committed).
 
@@ -50,7 +50,7 @@ def add(
 @evidence_app.command("show")
 def show(
     evidence_id: Annotated[str, typer.Argument(metavar="ID", help="Evidence id (ev-...), optionally with #L3-L5.")],
-    lines: Annotated[Optional[str], typer.Option(help="Line range A-B.")] = None,
+    lines: Annotated[str | None, typer.Option(help="Line range A-B.")] = None,
 ) -> None:
     """Print an evidence item with line numbers.
 
@@ -67,8 +67,8 @@ def show(
 
 @evidence_app.command("list")
 def list_items(
-    user: Annotated[Optional[str], typer.Option(help="Only this user's items.")] = None,
-    kind: Annotated[Optional[str], typer.Option(help="Only this kind.")] = None,
+    user: Annotated[str | None, typer.Option(help="Only this user's items.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
 ) -> None:
     """List evidence items in ledger order.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,7 +13,7 @@ index_app = typer.Typer(help="The serving indexes (BM25 + dense) under .kb/index
 
 @index_app.command("build")
 def build(
-    commit: Annotated[Optional[str], typer.Option("--commit", help="Build from this commit or branch (default HEAD).")] = None,
+    commit: Annotated[str | None, typer.Option("--commit", help="Build from this commit or branch (default HEAD).")] = None,
     full: Annotated[bool, typer.Option("--full", help="Re-embed everything instead of reusing unchanged chunks.")] = False,
     as_json: JsonOpt = False,
 ) -> None:

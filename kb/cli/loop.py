@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,8 +13,8 @@ from kb.errors import EXIT_FINDINGS
 if TYPE_CHECKING:
     from pipeline.review import ReviewResult
 
-EvidenceOpt = Annotated[Optional[list[str]], typer.Option("--evidence", help="Evidence ids (repeatable).")]
-SinceOpt = Annotated[Optional[str], typer.Option(help="Evidence added after this commit.")]
+EvidenceOpt = Annotated[list[str] | None, typer.Option("--evidence", help="Evidence ids (repeatable).")]
+SinceOpt = Annotated[str | None, typer.Option(help="Evidence added after this commit.")]
 NoIndexOpt = Annotated[bool, typer.Option("--no-index", help="Skip the incremental index build after merging.")]
 
 
@@ -91,7 +91,9 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
     if result.proposal.head is None:
         echo("nothing to do: no claims could be proposed from the new evidence")
         return
-    echo(f"proposed {result.proposal.branch}: {result.proposal.claims} claim(s), {result.proposal.closed} closed, {len(result.proposal.files)} file(s)")
+    echo(
+        f"proposed {result.proposal.branch}: {result.proposal.claims} claim(s), {result.proposal.closed} closed, {len(result.proposal.files)} file(s)"
+    )
     for r in result.reviews:
         echo(f"round {r.record.round}: {r.verdict} by {r.record.reviewer_model} ({len(r.comments)} comment(s))")
         for c in r.comments[:10]:

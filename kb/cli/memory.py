@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from kb.cli.common import echo, open_repo, print_json
 from kb.errors import EXIT_FINDINGS
 
-memory_app = typer.Typer(help="Per-user memory: sessions in, cited memory out.\n\nExample: kb memory ingest --user alice chats/*.json", no_args_is_help=True)
+memory_app = typer.Typer(
+    help="Per-user memory: sessions in, cited memory out.\n\nExample: kb memory ingest --user alice chats/*.json", no_args_is_help=True
+)
 
 
 @memory_app.command("ingest")
 def ingest(
     sessions: Annotated[list[Path], typer.Argument(help="Session files: chat .json/.jsonl, LoCoMo .json, case .yaml.")],
     user: Annotated[str, typer.Option(help="The user whose memory this is (users/<id>/).")],
-    sample: Annotated[Optional[str], typer.Option(help="LoCoMo: which conversation of the file (index or sample_id).")] = None,
-    speaker: Annotated[Optional[str], typer.Option(help="Which speaker is the user (default: 'user', or the speaker named like --user).")] = None,
+    sample: Annotated[str | None, typer.Option(help="LoCoMo: which conversation of the file (index or sample_id).")] = None,
+    speaker: Annotated[
+        str | None, typer.Option(help="Which speaker is the user (default: 'user', or the speaker named like --user).")
+    ] = None,
     no_index: Annotated[bool, typer.Option("--no-index", help="Skip the index build after merging.")] = False,
 ) -> None:
     """Store sessions as dated evidence (in date order, skipping known ones), then run one

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,13 +13,15 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     principal: AsOpt = "system",
     k: Annotated[int, typer.Option("--k", help="Number of pages (and of evidence hits).")] = 10,
-    at: Annotated[Optional[str], typer.Option("--at", help="Only pages valid on this date (YYYY-MM-DD).")] = None,
+    at: Annotated[str | None, typer.Option("--at", help="Only pages valid on this date (YYYY-MM-DD).")] = None,
     mode: Annotated[str, typer.Option("--mode", help="hybrid | bm25 | dense")] = "hybrid",
     include_evidence: Annotated[bool, typer.Option("--include-evidence", help="Also search raw evidence.")] = False,
     include_deprecated: Annotated[bool, typer.Option("--include-deprecated", help="Include deprecated pages.")] = False,
     commit: Annotated[
-        Optional[str],
-        typer.Option("--commit", help="Search the repository as it was at this commit or branch (a point-in-time index is built on first use)."),
+        str | None,
+        typer.Option(
+            "--commit", help="Search the repository as it was at this commit or branch (a point-in-time index is built on first use)."
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -37,7 +39,15 @@ def search(
     searcher = open_searcher(open_repo(), commit, progress)
     hits = searcher.search(q)
     if as_json:
-        print_json({"query": q.text, "principal": principal, "mode": mode, "commit": searcher.manifest.source_commit, "hits": [h.to_dict() for h in hits]})
+        print_json(
+            {
+                "query": q.text,
+                "principal": principal,
+                "mode": mode,
+                "commit": searcher.manifest.source_commit,
+                "hits": [h.to_dict() for h in hits],
+            }
+        )
         return
     if not hits:
         echo("no results")
@@ -54,8 +64,8 @@ def search(
 def read(
     page: Annotated[str, typer.Argument(help="Page id or path, e.g. knowledge/acme or users/alice/travel.md.")],
     level: Annotated[str, typer.Option("--level", help="L0 (summary + outline) | L1 (+ overview) | L2 (whole page).")] = "L0",
-    section: Annotated[Optional[str], typer.Option("--section", help="Read this section (anchor) instead of a level.")] = None,
-    cursor: Annotated[Optional[str], typer.Option("--cursor", help="Continue where the previous read stopped.")] = None,
+    section: Annotated[str | None, typer.Option("--section", help="Read this section (anchor) instead of a level.")] = None,
+    cursor: Annotated[str | None, typer.Option("--cursor", help="Continue where the previous read stopped.")] = None,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Bound on the text returned.")] = 1000,
     principal: AsOpt = "system",
     commit: CommitOpt = None,
@@ -93,7 +103,7 @@ def read(
 
 def grep(
     pattern: Annotated[str, typer.Argument(help="Text to find (literal unless --regex).")],
-    page: Annotated[Optional[str], typer.Option("--page", help="Only this page.")] = None,
+    page: Annotated[str | None, typer.Option("--page", help="Only this page.")] = None,
     regex: Annotated[bool, typer.Option("--regex", help="PATTERN is a Python regular expression.")] = False,
     ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i", help="Case-insensitive.")] = False,
     principal: AsOpt = "system",

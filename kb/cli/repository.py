@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,7 +13,7 @@ from kb.errors import EXIT_FINDINGS, UsageError
 
 def init(
     path: Annotated[Path, typer.Argument(help="Folder to create the repository in.")] = Path("."),
-    name: Annotated[Optional[str], typer.Option(help="Repository name (default: folder name).")] = None,
+    name: Annotated[str | None, typer.Option(help="Repository name (default: folder name).")] = None,
 ) -> None:
     """Create a knowledge repository: config, evidence/, knowledge/index.md, users/, first commit.
 
@@ -26,9 +26,11 @@ def init(
 
 
 def check(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Only these pages or evidence files (default: the whole repository).")] = None,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Only these pages or evidence files (default: the whole repository).")
+    ] = None,
     changed_only: Annotated[bool, typer.Option("--changed-only", help="Check only what changed since --base (default HEAD).")] = False,
-    base: Annotated[Optional[str], typer.Option(help="Base commit: evidence must be append-only against it.")] = None,
+    base: Annotated[str | None, typer.Option(help="Base commit: evidence must be append-only against it.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | json | github")] = "text",
 ) -> None:
     """Validate pages, links, indexes, budgets, citations, evidence and secrets.

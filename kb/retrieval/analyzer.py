@@ -86,7 +86,7 @@ def _tokenizer_class() -> type:
     from whoosh.analysis import Token, Tokenizer
 
     class MixedTokenizer(Tokenizer):  # type: ignore[misc]
-        def __call__(  # noqa: PLR0913 - Whoosh's tokenizer protocol
+        def __call__(
             self,
             value: str,
             positions: bool = False,

@@ -103,7 +103,9 @@ class Bm25Table:
 
         with np.load(path) as data:
             self.doc_count_all = int(data["doc_count_all"][0])
-            self.fields = {f: {key: data[f"{f}.{key}"] for key in ("terms", "indptr", "rows", "tf", "df", "lengths", "total")} for f in fields}
+            self.fields = {
+                f: {key: data[f"{f}.{key}"] for key in ("terms", "indptr", "rows", "tf", "df", "lengths", "total")} for f in fields
+            }
         self.n_rows = len(next(iter(self.fields.values()))["lengths"]) if self.fields else 0
 
     def _slot(self, field: str, term: str) -> int | None:
@@ -138,7 +140,9 @@ class Bm25Table:
                 out[rows] += boost * idf * (tf * (k1 + 1)) / (tf + norm)
         return out
 
-    def top(self, terms: Sequence[str], allowed: Any, limit: int, boosts: dict[str, float], b: float, k1: float) -> tuple[list[int], list[float]]:
+    def top(
+        self, terms: Sequence[str], allowed: Any, limit: int, boosts: dict[str, float], b: float, k1: float
+    ) -> tuple[list[int], list[float]]:
         """The ``limit`` best allowed rows (score > 0), best first, ties by row."""
         import numpy as np
 

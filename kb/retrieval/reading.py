@@ -150,7 +150,9 @@ def bounded(numbered: list[tuple[int, str]], cursor: str | None, max_tokens: int
     start_line, start_char = parse_cursor(cursor) or (numbered[0][0], 0)
     index = next((i for i, (n, _) in enumerate(numbered) if n == start_line), None)
     if index is None or start_char > len(numbered[index][1]):
-        raise UsageError(f"cursor {cursor!r} is outside this text (lines {numbered[0][0]}-{numbered[-1][0]})", hint="start again without --cursor")
+        raise UsageError(
+            f"cursor {cursor!r} is outside this text (lines {numbered[0][0]}-{numbered[-1][0]})", hint="start again without --cursor"
+        )
     pieces: list[str] = []
     used = 0
     last = start_line
@@ -244,7 +246,9 @@ def read_section(
     parsed, sha = load_page(repo, page, principal, commit)
     section = parsed.structure.section(anchor.lstrip("#"))
     if section is None:
-        raise NotFoundError(f"page {page_id_for_path(parsed.path)!r} has no section #{anchor.lstrip('#')}", hint="list its sections with `kb read PAGE`")
+        raise NotFoundError(
+            f"page {page_id_for_path(parsed.path)!r} has no section #{anchor.lstrip('#')}", hint="list its sections with `kb read PAGE`"
+        )
     text, start, end, nxt = bounded(_numbered(parsed, section.line, section.end_line), cursor, max_tokens)
     return _view(parsed, sha, "section", anchor=section.anchor, text=text, line_start=start, line_end=end, next_cursor=nxt)
 

@@ -20,12 +20,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from kb.errors import IndexMissingError, UsageError
+from kb.repo import Repo
 from kb.retrieval.chunking import EVIDENCE, PAGE
 from kb.retrieval.embedder import Embedder, make_embedder
-from kb.errors import IndexMissingError, UsageError
 from kb.retrieval.manifest import MANIFEST_FILE, Manifest, load_manifest
 from kb.scopes import SYSTEM, parse_principal
-from kb.repo import Repo
 
 MODES = ("hybrid", "bm25", "dense")
 # Query-time weights of the BM25F fields: tuned on SciFact and CMRC 2018 (docs/retrieval.md).
@@ -91,7 +91,7 @@ def make_query(
 ) -> Query:
     """Validate search arguments into a Query (UsageError on bad input)."""
     if not text or not text.strip():
-        raise UsageError("empty query", hint="give the words to search for, e.g. kb search \"travel preferences\"")
+        raise UsageError("empty query", hint='give the words to search for, e.g. kb search "travel preferences"')
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}", hint="use hybrid, bm25 or dense")
     if k < 1:
@@ -170,9 +170,22 @@ class Searcher:
             self._chunks_size = os.fstat(self._chunks_fd).st_size
             self._open_whoosh(folder / "whoosh")
             self._bm25_table = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
-        except (OSError, ValueError, EOFError, KeyError, IndexError, json.JSONDecodeError, zipfile.BadZipFile, pickle.UnpicklingError) as exc:
+        except (
+            OSError,
+            ValueError,
+            EOFError,
+            KeyError,
+            IndexError,
+            json.JSONDecodeError,
+            zipfile.BadZipFile,
+            pickle.UnpicklingError,
+        ) as exc:
             raise IndexMissingError(f"the search index in {folder} is corrupted ({type(exc).__name__})") from None
-        if len(self.row_doc) != len(self.manifest.chunks) or vectors.shape[0] != len(self.row_doc) or self._bm25_table.n_rows != len(self.row_doc):
+        if (
+            len(self.row_doc) != len(self.manifest.chunks)
+            or vectors.shape[0] != len(self.row_doc)
+            or self._bm25_table.n_rows != len(self.row_doc)
+        ):
             raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
         self._faiss = self._make_faiss(vectors)
         self._doc_arrays()
@@ -326,7 +339,9 @@ class Searcher:
     def chunk_key(self, row: int) -> str:
         return f"{row:09d}"
 
-    def fuse_keys(self, lists: dict[str, Candidates], group: Any) -> tuple[list[str], dict[str, dict[str, int]], dict[str, dict[str, float]], dict[str, int]]:
+    def fuse_keys(
+        self, lists: dict[str, Candidates], group: Any
+    ) -> tuple[list[str], dict[str, dict[str, int]], dict[str, dict[str, float]], dict[str, int]]:
         """Fused order of group keys, their per-retriever ranks and scores, and best rows."""
         ranked: dict[str, list[str]] = {}
         ranks: dict[str, dict[str, int]] = {}

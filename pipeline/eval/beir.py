@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.retrieval.chunking import PAGE, chunk_markdown
 from kb.config import Config, config_hash
-from kb.retrieval.embedder import Embedder, make_embedder
 from kb.errors import FormatError, UsageError
 from kb.retrieval.build import build_corpus, build_key
+from kb.retrieval.chunking import PAGE, chunk_markdown
 from kb.retrieval.corpus import Corpus, Doc
+from kb.retrieval.embedder import Embedder, make_embedder
+from kb.retrieval.search import MODES, Candidates, Query, Searcher
 from kb.retrieval.store import IndexStore
-from kb.retrieval.search import MODES, Query, Searcher, Candidates
 
 EVAL_MODES = MODES
 

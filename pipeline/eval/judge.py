@@ -47,11 +47,16 @@ def judge_roles(config: Config) -> tuple[ModelRole, ModelRole]:
     """The answering model (the proposer's) and the judge, of a third family."""
     models = config.models
     if models.proposer is None or models.judge is None:
-        raise ConfigError("--judge needs models.proposer (answers) and models.judge (grades) in kb.config.yaml", hint="see docs/config.md; the offline agents cannot answer questions")
+        raise ConfigError(
+            "--judge needs models.proposer (answers) and models.judge (grades) in kb.config.yaml",
+            hint="see docs/config.md; the offline agents cannot answer questions",
+        )
     families = {identity_of(models.proposer).family} | ({identity_of(models.reviewer).family} if models.reviewer else set())
     judge = identity_of(models.judge)
     if judge.family in families:
-        raise ConfigError(f"the judge ({judge.model}) is a {judge.family} model, like the proposer or reviewer", hint="use a judge of a third family")
+        raise ConfigError(
+            f"the judge ({judge.model}) is a {judge.family} model, like the proposer or reviewer", hint="use a judge of a third family"
+        )
     return models.proposer, models.judge
 
 
@@ -62,10 +67,12 @@ def _parse(text: str) -> JudgeVerdict:
 
 def answer_and_judge(config: Config, question: str, context: str, reference: str) -> Judged:
     answerer, judge = judge_roles(config)
-    reply = client_for(answerer).complete([
-        {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": wrap_untrusted(context, "memory context") + f"\n\nQuestion: {question}"},
-    ])
+    reply = client_for(answerer).complete(
+        [
+            {"role": "system", "content": ANSWER_SYSTEM},
+            {"role": "user", "content": wrap_untrusted(context, "memory context") + f"\n\nQuestion: {question}"},
+        ]
+    )
     answer = (reply.content or "").strip()
     messages = [
         {"role": "system", "content": JUDGE_SYSTEM},
@@ -80,5 +87,8 @@ def answer_and_judge(config: Config, question: str, context: str, reference: str
             return Judged(answer, verdict.score, verdict.reason, answerer.model, judge.model)
         except (ValidationError, json.JSONDecodeError, ValueError) as exc:
             last = str(exc).splitlines()[0]
-            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": f"That was not valid: {last}. Reply with the JSON object only."}]
+            messages += [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": f"That was not valid: {last}. Reply with the JSON object only."},
+            ]
     raise ModelError(f"the judge {judge.model} returned invalid output twice: {last}", hint="try another judge model")

@@ -27,10 +27,10 @@ import yaml
 
 from kb.errors import FormatError, UsageError
 from kb.evidence import ledger_at
-from pipeline.eval.keyfacts import recall as keyfact_recall
 from kb.memory_context import VARIANTS, ContextItem, build_context
 from kb.repo import Repo
 from kb.scaffold import init_repository
+from pipeline.eval.keyfacts import recall as keyfact_recall
 
 TURN_RE = re.compile(r"^\[[^\]]*\] [^:(]+ \((D\d+:\d+)\): ")
 DIA_RE = re.compile(r"^D\d+:\d+$")
@@ -51,7 +51,8 @@ class VariantScore:
         return {
             "overall": {f"recall@{k}": mean(v) for k, v in sorted(self.hits.items())},
             "per_category": {
-                f"{c} {CATEGORIES.get(c, '')}".strip(): {f"recall@{k}": mean(v) for k, v in sorted(ks.items())} | {"n": len(next(iter(ks.values())))}
+                f"{c} {CATEGORIES.get(c, '')}".strip(): {f"recall@{k}": mean(v) for k, v in sorted(ks.items())}
+                | {"n": len(next(iter(ks.values())))}
                 for c, ks in sorted(self.by_category.items())
             },
         }
@@ -103,7 +104,11 @@ def ingest_locomo(repo: Repo, path: Path, limit: int | None) -> tuple[list[dict[
             if result.run is not None and result.run.status != "merged":
                 raise UsageError(f"memory for {user} was not merged: {result.run.reason}")
     seconds = time.perf_counter() - start
-    return samples, {"sessions": sessions, "seconds": round(seconds, 2), "sessions_per_minute": round(sessions / seconds * 60, 1) if seconds else None}
+    return samples, {
+        "sessions": sessions,
+        "seconds": round(seconds, 2),
+        "sessions_per_minute": round(sessions / seconds * 60, 1) if seconds else None,
+    }
 
 
 def eval_repository(path: Path, config_text: str | None) -> Repo:
@@ -117,7 +122,15 @@ def eval_repository(path: Path, config_text: str | None) -> Repo:
     return repo
 
 
-def eval_locomo(path: Path, variants: list[str], ks: list[int], workdir: Path, limit: int | None = None, qa_limit: int | None = None, config_text: str | None = None) -> dict[str, Any]:
+def eval_locomo(
+    path: Path,
+    variants: list[str],
+    ks: list[int],
+    workdir: Path,
+    limit: int | None = None,
+    qa_limit: int | None = None,
+    config_text: str | None = None,
+) -> dict[str, Any]:
     from kb.retrieval.build import build_index
     from kb.retrieval.search import open_searcher
 
@@ -162,11 +175,15 @@ def eval_locomo(path: Path, variants: list[str], ks: list[int], workdir: Path, l
         "skipped_malformed_evidence": skipped,
         "ingest": ingest_stats,
         "index_build_s": round(index_s, 2),
-        "variants": {v: scores[v].summary() | {"context_latency_ms": {"p50": pct(latencies[v], 50), "p95": pct(latencies[v], 95)}} for v in variants},
+        "variants": {
+            v: scores[v].summary() | {"context_latency_ms": {"p50": pct(latencies[v], 50), "p95": pct(latencies[v], 95)}} for v in variants
+        },
     }
 
 
-def eval_cases(folder: Path, variants: list[str], workdir: Path, budget: int = 2000, judge: bool = False, config_text: str | None = None) -> dict[str, Any]:
+def eval_cases(
+    folder: Path, variants: list[str], workdir: Path, budget: int = 2000, judge: bool = False, config_text: str | None = None
+) -> dict[str, Any]:
     """Key-fact recall of each case's context; with ``judge``, also a model's answer and its grade.
     ``config_text`` (the caller's kb.config.yaml) chooses the agents that build the memory."""
     from kb.retrieval.build import build_index
@@ -193,17 +210,39 @@ def eval_cases(folder: Path, variants: list[str], workdir: Path, budget: int = 2
         for variant in variants:
             context = build_context(repo, users[case], data["user_question"], budget=budget, variant=variant, searcher=searcher)
             hit, missing = keyfact_recall(data["evaluation_criteria"], context.text())
-            row[variant] = {"key_facts": len(hit) + len(missing), "found": len(hit), "recall": round(len(hit) / max(1, len(hit) + len(missing)), 3), "missing": missing, "tokens": context.tokens}
+            row[variant] = {
+                "key_facts": len(hit) + len(missing),
+                "found": len(hit),
+                "recall": round(len(hit) / max(1, len(hit) + len(missing)), 3),
+                "missing": missing,
+                "tokens": context.tokens,
+            }
             if judge:
                 from pipeline.eval.judge import answer_and_judge
 
                 judged = answer_and_judge(repo.config, data["user_question"], context.text(), data["evaluation_criteria"])
-                row[variant] |= {"answer": judged.answer, "judge_score": judged.score, "judge_reason": judged.reason, "answer_model": judged.answer_model, "judge_model": judged.judge_model}
+                row[variant] |= {
+                    "answer": judged.answer,
+                    "judge_score": judged.score,
+                    "judge_reason": judged.reason,
+                    "answer_model": judged.answer_model,
+                    "judge_model": judged.judge_model,
+                }
         rows.append(row)
     return {"cases": rows, "budget": budget}
 
 
-def run_eval(locomo: Path | None, cases: Path | None, variant: str, ks: list[int], workdir: Path | None = None, limit: int | None = None, qa_limit: int | None = None, judge: bool = False, config_text: str | None = None) -> dict[str, Any]:
+def run_eval(
+    locomo: Path | None,
+    cases: Path | None,
+    variant: str,
+    ks: list[int],
+    workdir: Path | None = None,
+    limit: int | None = None,
+    qa_limit: int | None = None,
+    judge: bool = False,
+    config_text: str | None = None,
+) -> dict[str, Any]:
     if locomo is None and cases is None:
         raise UsageError("nothing to evaluate", hint="pass --locomo FILE and/or --cases DIR")
     variants = list(VARIANTS) if variant == "all" else [variant]
@@ -218,20 +257,29 @@ def run_eval(locomo: Path | None, cases: Path | None, variant: str, ks: list[int
     return out
 
 
-
 def report_lines(report: dict[str, Any]) -> list[str]:
     """The report of ``run_eval`` as lines for people."""
     out: list[str] = []
     if "locomo" in report:
         lo = report["locomo"]
-        out.append(f"LoCoMo: {lo['conversations']} conversation(s), {lo['questions']} question(s), {lo['skipped_malformed_evidence']} skipped (malformed evidence ids)")
-        out.append(f"ingest: {lo['ingest']['sessions']} sessions in {lo['ingest']['seconds']} s ({lo['ingest']['sessions_per_minute']} sessions/min); index build {lo['index_build_s']} s")
+        out.append(
+            f"LoCoMo: {lo['conversations']} conversation(s), {lo['questions']} question(s), {lo['skipped_malformed_evidence']} skipped (malformed evidence ids)"
+        )
+        out.append(
+            f"ingest: {lo['ingest']['sessions']} sessions in {lo['ingest']['seconds']} s ({lo['ingest']['sessions_per_minute']} sessions/min); index build {lo['index_build_s']} s"
+        )
         for name, v in lo["variants"].items():
-            out.append(f"  {name:<6} overall {v['overall']}  context p50 {v['context_latency_ms']['p50']} ms, p95 {v['context_latency_ms']['p95']} ms")
+            out.append(
+                f"  {name:<6} overall {v['overall']}  context p50 {v['context_latency_ms']['p50']} ms, p95 {v['context_latency_ms']['p95']} ms"
+            )
             for cat, values in v["per_category"].items():
                 out.append(f"         {cat:<16} {values}")
     if "cases" in report:
         for row in report["cases"]["cases"]:
-            parts = [f"{v}: {row[v]['found']}/{row[v]['key_facts']}" + (f" (judge {row[v]['judge_score']})" if "judge_score" in row[v] else "") for v in ("raw", "pages", "both") if v in row]
+            parts = [
+                f"{v}: {row[v]['found']}/{row[v]['key_facts']}" + (f" (judge {row[v]['judge_score']})" if "judge_score" in row[v] else "")
+                for v in ("raw", "pages", "both")
+                if v in row
+            ]
             out.append(f"{row['case']}: key facts in context {', '.join(parts)}")
     return out

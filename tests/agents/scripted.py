@@ -159,9 +159,7 @@ def scripted_provider(turns_by_model: Mapping[str, Sequence[TurnSpec]]) -> Itera
 
     Keys may be given as ``proposer`` or ``scripted/proposer``.
     """
-    handler = ScriptedLLM(
-        turns={_short(model): [as_turn(spec) for spec in specs] for model, specs in turns_by_model.items()}
-    )
+    handler = ScriptedLLM(turns={_short(model): [as_turn(spec) for spec in specs] for model, specs in turns_by_model.items()})
     saved_map = litellm.custom_provider_map
     had_provider = PROVIDER in litellm.provider_list
     had_custom = PROVIDER in litellm._custom_providers

@@ -3,9 +3,9 @@ their questions, attributes that close older values, vehicles kept apart."""
 
 from __future__ import annotations
 
-from agents.protocols import EvidenceItem
 from agents.offline.extractive import attribute_of, conversation_statements, third_person
 from agents.offline.proposer import plan_user_memory, vehicle_of
+from agents.protocols import EvidenceItem
 from kb.intake import Message, render_messages
 from kb.page import parse_page
 
@@ -23,14 +23,35 @@ def test_third_person_keeps_negations_and_numbers() -> None:
 
 
 def test_user_sentences_that_do_not_move_to_the_third_person_are_quoted() -> None:
-    messages = [("user", "I think I'll wait until my trip is confirmed."), ("user", "It expires in February 2025."), ("user", "I bought 2 bikes in the US.")]
+    messages = [
+        ("user", "I think I'll wait until my trip is confirmed."),
+        ("user", "It expires in February 2025."),
+        ("user", "I bought 2 bikes in the US."),
+    ]
     claims = [s.claim for s in conversation_statements(item(messages), {"user"}, "Jo")]
-    assert claims == ['Jo said: "I think I\'ll wait until my trip is confirmed."', 'Jo said: "It expires in February 2025."', "Jo bought 2 bikes in the US."]
+    assert claims == [
+        'Jo said: "I think I\'ll wait until my trip is confirmed."',
+        'Jo said: "It expires in February 2025."',
+        "Jo bought 2 bikes in the US.",
+    ]
 
 
 def test_short_answers_stay_with_their_question_and_cite_both_lines() -> None:
-    sts = conversation_statements(item([("assistant", "When does your passport expire?"), ("user", "February 18th, 2025."), ("assistant", "Thanks!"), ("user", "Which one is closer?")]), {"user"}, "Jo")
-    assert [(s.start, s.end, s.claim) for s in sts] == [(1, 2, 'Asked "When does your passport expire?", Jo answered: "February 18th, 2025."')]
+    sts = conversation_statements(
+        item(
+            [
+                ("assistant", "When does your passport expire?"),
+                ("user", "February 18th, 2025."),
+                ("assistant", "Thanks!"),
+                ("user", "Which one is closer?"),
+            ]
+        ),
+        {"user"},
+        "Jo",
+    )
+    assert [(s.start, s.end, s.claim) for s in sts] == [
+        (1, 2, 'Asked "When does your passport expire?", Jo answered: "February 18th, 2025."')
+    ]
 
 
 def test_greetings_and_questions_are_not_claims() -> None:
@@ -44,7 +65,10 @@ def test_attributes_and_updates_close_older_values() -> None:
     assert attribute_of(st).key == "home" and attribute_of(st).value == "Lyon"
     plan = plan_user_memory("jo", [second, first], lambda path: None, "Jo")
     profile = parse_page(plan.writes["users/jo/profile.md"], "users/jo/profile.md")
-    assert [(f["value"], f.get("valid_to")) for f in profile.meta["facts"] if f["key"] == "home"] == [("Lyon", "2024-06-01"), ("Toulouse", None)]
+    assert [(f["value"], f.get("valid_to")) for f in profile.meta["facts"] if f["key"] == "home"] == [
+        ("Lyon", "2024-06-01"),
+        ("Toulouse", None),
+    ]
     assert plan.closed == 1
 
 
@@ -63,9 +87,15 @@ def test_instructions_keep_who_and_when_newest_first() -> None:
     plan = plan_user_memory("jo", [later, first], lambda path: None, "Jo")
     profile = parse_page(plan.writes["users/jo/profile.md"], "users/jo/profile.md")
     section = profile.section_text("instructions", include_heading=False).splitlines()
-    assert section[0].startswith('- Instruction from user: "From now on, book me a window seat instead."') and "(given 2024-05-01)" in section[0]
+    assert (
+        section[0].startswith('- Instruction from user: "From now on, book me a window seat instead."')
+        and "(given 2024-05-01)" in section[0]
+    )
     assert "aisle seat" in section[1] and "(given 2024-01-01)" in section[1]
-    assert [f["learned"] for f in profile.meta["facts"] if f["key"] == "instruction"] == ["given by user on 2024-01-01", "given by user on 2024-05-01"]
+    assert [f["learned"] for f in profile.meta["facts"] if f["key"] == "instruction"] == [
+        "given by user on 2024-01-01",
+        "given by user on 2024-05-01",
+    ]
 
 
 def test_display_names_carry_no_digits() -> None:

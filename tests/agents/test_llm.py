@@ -12,7 +12,6 @@ from typing import Any
 import pydantic
 import pytest
 
-from kb.config import ModelRole
 from agents.llm import (
     Budget,
     LiteLLMClient,
@@ -21,6 +20,7 @@ from agents.llm import (
     load_litellm,
     retry_delay,
 )
+from kb.config import ModelRole
 from kb.errors import ModelError
 from tests.agents.scripted import Call, ScriptedLLM, Turn
 
@@ -63,9 +63,7 @@ def test_a_text_reply(scripted: Install) -> None:
 
 
 def test_two_tool_calls_keep_their_raw_arguments(scripted: Install) -> None:
-    handler = scripted(
-        {"proposer": [[Call("read_page", '{"path": "a.md"}', id="c1"), Call("read_page", '{"path":"b.md"}')]]}
-    )
+    handler = scripted({"proposer": [[Call("read_page", '{"path": "a.md"}', id="c1"), Call("read_page", '{"path":"b.md"}')]]})
     reply = client()[0].complete(ASK, tools=TOOLS)
 
     assert [(call.name, call.arguments) for call in reply.tool_calls] == [
@@ -116,16 +114,12 @@ def test_exhausted_retries_become_a_model_error(scripted: Install) -> None:
 
     with pytest.raises(ModelError) as raised:
         llm.complete(ASK)
-    assert raised.value.message == (
-        "scripted/proposer: RateLimitError: slow down (gave up after 3 attempts)"
-    )
+    assert raised.value.message == ("scripted/proposer: RateLimitError: slow down (gave up after 3 attempts)")
     assert "max_retries" in raised.value.hint
     assert slept == [1.0, 2.0]
 
 
-def test_an_auth_error_fails_at_once_without_showing_the_key(
-    scripted: Install, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_auth_error_fails_at_once_without_showing_the_key(scripted: Install, monkeypatch: pytest.MonkeyPatch) -> None:
     key = "sk-scripted-0123456789abcdef"
     monkeypatch.setenv("SCRIPTED_API_KEY", key)
     auth = litellm.AuthenticationError(
@@ -247,7 +241,5 @@ def test_settings_refuse_keys_and_reserved_options(settings: dict[str, object]) 
 
 def test_importing_the_adapter_does_not_import_litellm() -> None:
     code = "import sys, agents.llm, agents.family; print('litellm' in sys.modules)"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2]
-    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2])
     assert result.stdout.strip() == "False"

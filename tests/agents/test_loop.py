@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from kb.config import ModelRole
 from agents.llm import Budget, LiteLLMClient, Usage, load_litellm
 from agents.loop import (
     TEXT_ONLY,
@@ -22,6 +21,7 @@ from agents.loop import (
 )
 from agents.schemas import Submission
 from agents.tools import PROPOSER_TOOLS, tool_specs
+from kb.config import ModelRole
 from kb.errors import BudgetExceededError, ModelError
 from tests.agents.conftest import EVIDENCE_ID, FakeBackend
 from tests.agents.scripted import Call, ScriptedLLM, TurnSpec
@@ -32,9 +32,7 @@ Install = Callable[[Mapping[str, Sequence[TurnSpec]]], ScriptedLLM]
 
 SUBMIT = Call(
     "submit",
-    json.dumps(
-        {"title": "Record window seats", "rationale": "Alice said so.", "evidence_ids": [EVIDENCE_ID]}
-    ),
+    json.dumps({"title": "Record window seats", "rationale": "Alice said so.", "evidence_ids": [EVIDENCE_ID]}),
 )
 READ = Call("read_evidence", json.dumps({"evidence_id": EVIDENCE_ID, "start": 1, "end": 1}))
 BROKEN = Call("read_evidence", '{"evidence_id": ')
@@ -44,12 +42,8 @@ def client() -> LiteLLMClient:
     return LiteLLMClient(ModelRole(model="scripted/proposer", max_retries=0), sleep=lambda _: None)
 
 
-def run(
-    backend: FakeBackend, max_steps: int = 10, max_invalid: int = 3, budget: Budget | None = None
-) -> AgentRun:
-    return run_agent(
-        client(), "system prompt", "task", PROPOSER_TOOLS, backend, max_steps, max_invalid, budget
-    )
+def run(backend: FakeBackend, max_steps: int = 10, max_invalid: int = 3, budget: Budget | None = None) -> AgentRun:
+    return run_agent(client(), "system prompt", "task", PROPOSER_TOOLS, backend, max_steps, max_invalid, budget)
 
 
 def saved(agent_run: AgentRun) -> dict[str, Any]:
@@ -60,14 +54,10 @@ def saved(agent_run: AgentRun) -> dict[str, Any]:
 
 def test_a_run_calls_the_backend_and_ends_with_a_submission(scripted: Install, backend: FakeBackend) -> None:
     edit = Call("edit_page", json.dumps({"path": "users/alice/travel.md", "old": "aisle", "new": "window"}))
-    handler = scripted(
-        {"proposer": [READ, Call("search", '{"query": "seats"}'), [edit, Call("run_checks")], SUBMIT]}
-    )
+    handler = scripted({"proposer": [READ, Call("search", '{"query": "seats"}'), [edit, Call("run_checks")], SUBMIT]})
     result = run(backend)
 
-    assert result.result == Submission(
-        title="Record window seats", rationale="Alice said so.", evidence_ids=[EVIDENCE_ID]
-    )
+    assert result.result == Submission(title="Record window seats", rationale="Alice said so.", evidence_ids=[EVIDENCE_ID])
     assert backend.called() == ["read_evidence", "search", "edit_page", "run_checks"]
     assert "Prefers window seats" in backend.pages["users/alice/travel.md"]
     assert result.usage == Usage(prompt_tokens=40, completion_tokens=20, calls=4)
@@ -100,9 +90,7 @@ def test_a_run_calls_the_backend_and_ends_with_a_submission(scripted: Install, b
     assert len(record["messages"]) == 2 + 4 + 5
 
 
-def test_invalid_json_is_returned_to_the_model_then_a_valid_call_succeeds(
-    scripted: Install, backend: FakeBackend
-) -> None:
+def test_invalid_json_is_returned_to_the_model_then_a_valid_call_succeeds(scripted: Install, backend: FakeBackend) -> None:
     handler = scripted({"proposer": [BROKEN, READ, SUBMIT]})
     result = run(backend)
 
@@ -118,17 +106,13 @@ def test_invalid_json_is_returned_to_the_model_then_a_valid_call_succeeds(
     assert first["calls"][0]["status"] == "invalid"
 
 
-def test_repeated_invalid_calls_stop_the_run_with_its_transcript(
-    scripted: Install, backend: FakeBackend
-) -> None:
+def test_repeated_invalid_calls_stop_the_run_with_its_transcript(scripted: Install, backend: FakeBackend) -> None:
     bad_schema = Call("read_evidence", '{"evidence_id": "ev-1"}')
     scripted({"proposer": [BROKEN, Call("delete_everything"), bad_schema, SUBMIT]})
 
     with pytest.raises(ModelError) as raised:
         run(backend)
-    assert raised.value.message.startswith(
-        "the model produced invalid tool calls 3 times: error: invalid arguments for read_evidence"
-    )
+    assert raised.value.message.startswith("the model produced invalid tool calls 3 times: error: invalid arguments for read_evidence")
     partial = stopped_run(raised.value)
     assert partial is not None
     assert partial.result is None
@@ -140,9 +124,7 @@ def test_repeated_invalid_calls_stop_the_run_with_its_transcript(
 
 
 def test_a_backend_error_is_not_an_invalid_call(scripted: Install, backend: FakeBackend) -> None:
-    failing_edit = Call(
-        "edit_page", json.dumps({"path": "users/alice/travel.md", "old": "nowhere", "new": "x"})
-    )
+    failing_edit = Call("edit_page", json.dumps({"path": "users/alice/travel.md", "old": "nowhere", "new": "x"}))
     scripted({"proposer": [BROKEN, BROKEN, failing_edit, BROKEN, BROKEN, SUBMIT]})
     result = run(backend)
 
@@ -182,9 +164,7 @@ def test_the_budget_stops_the_run(scripted: Install, backend: FakeBackend) -> No
     scripted({"proposer": [READ, READ, READ, SUBMIT]})
     with pytest.raises(BudgetExceededError) as raised:
         run(backend, budget=Budget(max_rounds=1, max_tokens=30))
-    assert (
-        raised.value.message == "scripted/proposer: token budget spent: 30 of 30 tokens after 2 model calls"
-    )
+    assert raised.value.message == "scripted/proposer: token budget spent: 30 of 30 tokens after 2 model calls"
     assert isinstance(raised.value, AgentBudgetError)
     partial = stopped_run(raised.value)
     assert partial is not None and partial.usage.total_tokens == 30

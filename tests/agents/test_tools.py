@@ -24,9 +24,7 @@ from tests.agents.conftest import EVIDENCE_ID, FakeBackend
 
 
 def call(name: str, arguments: object) -> ToolCall:
-    return ToolCall(
-        id="call_1", name=name, arguments=arguments if isinstance(arguments, str) else json.dumps(arguments)
-    )
+    return ToolCall(id="call_1", name=name, arguments=arguments if isinstance(arguments, str) else json.dumps(arguments))
 
 
 def names(tools: object) -> set[str]:
@@ -71,9 +69,7 @@ def test_the_reviewer_has_no_write_tools() -> None:
 
 
 def test_the_reviewer_cannot_call_a_write_tool(backend: FakeBackend) -> None:
-    outcome = dispatch(
-        REVIEWER_TOOLS, backend, call("write_page", {"path": "users/alice/x.md", "content": "x"})
-    )
+    outcome = dispatch(REVIEWER_TOOLS, backend, call("write_page", {"path": "users/alice/x.md", "content": "x"}))
     assert outcome.status == "invalid"
     assert "no tool named 'write_page'" in outcome.text
     assert backend.calls == []
@@ -81,9 +77,7 @@ def test_the_reviewer_cannot_call_a_write_tool(backend: FakeBackend) -> None:
 
 
 def test_a_read_call_reaches_the_backend_and_comes_back_as_untrusted_data(backend: FakeBackend) -> None:
-    outcome = dispatch(
-        READ_TOOLS, backend, call("read_evidence", {"evidence_id": EVIDENCE_ID, "start": 1, "end": 2})
-    )
+    outcome = dispatch(READ_TOOLS, backend, call("read_evidence", {"evidence_id": EVIDENCE_ID, "start": 1, "end": 2}))
     assert outcome.status == "ok"
     assert backend.calls == [("read_evidence", {"evidence_id": EVIDENCE_ID, "start": 1, "end": 2})]
     assert outcome.text.startswith(f'<untrusted-data source="{EVIDENCE_ID}#L1-L2">\nL1: ')
@@ -143,9 +137,7 @@ def test_a_backend_error_is_returned_to_the_model(backend: FakeBackend) -> None:
         ("rm_rf", {}, "no tool named 'rm_rf'. Available tools: comment, deprecate_page, edit_page"),
     ],
 )
-def test_an_invalid_call_is_answered_with_the_error(
-    backend: FakeBackend, name: str, arguments: object, expected: str
-) -> None:
+def test_an_invalid_call_is_answered_with_the_error(backend: FakeBackend, name: str, arguments: object, expected: str) -> None:
     outcome = dispatch((*PROPOSER_TOOLS, *REVIEWER_TOOLS), backend, call(name, arguments))
     assert outcome.status == "invalid"
     assert expected in outcome.text

@@ -66,7 +66,12 @@ def m_id_unique(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
     path = "knowledge/travel/visas-copy.md"
     text = (repo.root / VISAS).read_text(encoding="utf-8")
     write(repo, path, text)
-    _replace(repo, "knowledge/travel/index.md", "## Pages\n\n", "## Pages\n\n- [[knowledge/travel/visas-copy]]: US citizens may stay 90 days without a visa.\n")
+    _replace(
+        repo,
+        "knowledge/travel/index.md",
+        "## Pages\n\n",
+        "## Pages\n\n- [[knowledge/travel/visas-copy]]: US citizens may stay 90 days without a visa.\n",
+    )
     return path, 2
 
 
@@ -150,17 +155,24 @@ def m_cite_lines(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
 
 
 def m_cite_quote(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
-    _replace(repo, VISAS, '"can stay 90 days in the Schengen area without a visa"', '"can stay 180 days in the Schengen area without a visa"')
+    _replace(
+        repo, VISAS, '"can stay 90 days in the Schengen area without a visa"', '"can stay 180 days in the Schengen area without a visa"'
+    )
     return VISAS, _line_of(repo, VISAS, "180 days")
 
 
 def m_cite_scope(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
-    _replace(repo, VISAS, f'[^1]: {ids["doc"]}#L3 "can stay 90 days in the Schengen area without a visa"', f'[^1]: {ids["chat"]}#L3 "I prefer window seats"')
+    _replace(
+        repo,
+        VISAS,
+        f'[^1]: {ids["doc"]}#L3 "can stay 90 days in the Schengen area without a visa"',
+        f'[^1]: {ids["chat"]}#L3 "I prefer window seats"',
+    )
     return VISAS, _line_of(repo, VISAS, "[^1]:")
 
 
 def m_cite_malformed(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
-    _replace(repo, VISAS, f'[^1]: {ids["doc"]}#L3 ', "[^1]: see the document ")
+    _replace(repo, VISAS, f"[^1]: {ids['doc']}#L3 ", "[^1]: see the document ")
     return VISAS, _line_of(repo, VISAS, "[^1]: see")
 
 
@@ -266,7 +278,9 @@ def test_changed_only_sees_the_same_failure(sample: tuple[Repo, dict[str, str]],
     assert (rule, path, line) in [(f.rule, f.path, f.line) for f in report.errors]
 
 
-@pytest.mark.parametrize("mutate,message", [(m_parse, "malformed YAML frontmatter"), (m_not_utf8, "not UTF-8 text"), (m_ledger, "malformed ledger line")])
+@pytest.mark.parametrize(
+    "mutate,message", [(m_parse, "malformed YAML frontmatter"), (m_not_utf8, "not UTF-8 text"), (m_ledger, "malformed ledger line")]
+)
 def test_parse_findings_state_the_problem_without_the_location(sample: tuple[Repo, dict[str, str]], mutate: Mutation, message: str) -> None:
     repo, ids = sample
     path, line = mutate(repo, ids)
@@ -281,6 +295,8 @@ def test_grounding_problems_carry_their_rule() -> None:
 
 
 def test_every_rule_id_is_documented() -> None:
-    documented = set(re.findall(r"^\| `([a-z0-9.-]+)` \|", (Path(__file__).parents[2] / "docs" / "checks.md").read_text(encoding="utf-8"), re.M))
+    documented = set(
+        re.findall(r"^\| `([a-z0-9.-]+)` \|", (Path(__file__).parents[2] / "docs" / "checks.md").read_text(encoding="utf-8"), re.M)
+    )
     check_rules = {r for r in get_args(RuleId) if not r.startswith("grounding.")}  # grounding runs in the gate only
     assert documented == check_rules

@@ -12,10 +12,14 @@ from tests.agents.scripted import scripted_provider
 CASE = {
     "test_id": "t1",
     "conversation_histories": [
-        {"conversation_id": "c1", "timestamp": "2024-05-01 10:00:00", "messages": [
-            {"role": "user", "content": "My locker code at the gym is 4471, please remember it."},
-            {"role": "assistant", "content": "Noted, your locker code is 4471."},
-        ]}
+        {
+            "conversation_id": "c1",
+            "timestamp": "2024-05-01 10:00:00",
+            "messages": [
+                {"role": "user", "content": "My locker code at the gym is 4471, please remember it."},
+                {"role": "assistant", "content": "Noted, your locker code is 4471."},
+            ],
+        }
     ],
     "user_question": "What is my locker code?",
     "evaluation_criteria": "The agent should recall the locker code 4471.",
@@ -25,7 +29,7 @@ MODELS = """  proposer: {model: scripted/answerer, family: fam-a}
 """
 
 
-def test_judge_scores_the_answer_and_retries_invalid_output(cli, tmp_path: Path) -> None:  # noqa: ANN001
+def test_judge_scores_the_answer_and_retries_invalid_output(cli, tmp_path: Path) -> None:
     root = tmp_path / "kb"
     cli("init", str(root))
     config = root / "kb.config.yaml"
@@ -34,7 +38,7 @@ def test_judge_scores_the_answer_and_retries_invalid_output(cli, tmp_path: Path)
     cases.mkdir()
     (cases / "t1.yaml").write_text(yaml.safe_dump(CASE))
     # the answerer is also the configured proposer: memory is built with it, so script a change
-    page = "---\nid: users/t1/locker\ntype: fact\ntitle: Locker\nsummary: The user's gym locker code.\nscope: user:t1\nstatus: active\n---\n# Locker\n\n- The locker code is 4471.[^1]\n\n[^1]: EVID#L1 \"My locker code at the gym is 4471\"\n"
+    page = '---\nid: users/t1/locker\ntype: fact\ntitle: Locker\nsummary: The user\'s gym locker code.\nscope: user:t1\nstatus: active\n---\n# Locker\n\n- The locker code is 4471.[^1]\n\n[^1]: EVID#L1 "My locker code at the gym is 4471"\n'
     index = "---\nid: users/t1/index\ntype: index\ntitle: T1\nsummary: Memory of t1.\nscope: user:t1\nstatus: active\n---\n# T1\n\n- [[users/t1/locker]]: The user's gym locker code.\n"
     from kb.intake import prepare_messages
     from kb.scopes import user_scope
@@ -44,10 +48,16 @@ def test_judge_scores_the_answer_and_retries_invalid_output(cli, tmp_path: Path)
     ev = prepare_messages(list(session.messages), session.source, user_scope("t1"), {}).id
     from tests.agents.scripted import Call
 
-    writes = [Call("write_page", json.dumps({"path": "users/t1/locker.md", "content": page.replace("EVID", ev)})), Call("write_page", json.dumps({"path": "users/t1/index.md", "content": index})), Call("submit", json.dumps({"title": "Locker code", "rationale": "Stated.", "evidence_ids": [ev]}))]
+    writes = [
+        Call("write_page", json.dumps({"path": "users/t1/locker.md", "content": page.replace("EVID", ev)})),
+        Call("write_page", json.dumps({"path": "users/t1/index.md", "content": index})),
+        Call("submit", json.dumps({"title": "Locker code", "rationale": "Stated.", "evidence_ids": [ev]})),
+    ]
     turns = {"answerer": writes + ["Your locker code is 4471."], "judge": ["not json", '{"score": 1, "reason": "The code is right."}']}
     with scripted_provider(turns) as llm:
-        result = cli("eval", "memory", "--cases", str(cases), "--variant", "both", "--judge", "--json", "--workdir", str(tmp_path / "work"), cwd=root)
+        result = cli(
+            "eval", "memory", "--cases", str(cases), "--variant", "both", "--judge", "--json", "--workdir", str(tmp_path / "work"), cwd=root
+        )
     assert result.code == 0, result.err
     row = json.loads(result.out)["cases"]["cases"][0]["both"]
     assert row["judge_score"] == 1 and row["answer"] == "Your locker code is 4471." and row["found"] == row["key_facts"] == 1

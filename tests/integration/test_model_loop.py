@@ -10,10 +10,10 @@ import pytest
 
 from kb.evidence import add_items
 from kb.intake import prepare
-from kb.scopes import user_scope
 from kb.markdown import format_citation
 from kb.repo import Repo
 from kb.scaffold import init_repository
+from kb.scopes import user_scope
 from pipeline.records import parse_trailers, reviews_of, status_of
 from tests.agents.scripted import Call, scripted_provider
 from tests.builders import page_text
@@ -30,18 +30,43 @@ def repo(tmp_path: Path) -> tuple[Repo, str]:
     item = prepare((SAMPLES / "alice-2025-03-02.json").read_bytes(), "alice.json", "conversation", user_scope("alice"))
     add_items(repo, [item])
     config = repo.root / "kb.config.yaml"
-    config.write_text(config.read_text().replace("  allow_same_family: false", MODELS + "  allow_same_family: false").replace("max_rounds: 3", "max_rounds: 2"))
+    config.write_text(
+        config.read_text()
+        .replace("  allow_same_family: false", MODELS + "  allow_same_family: false")
+        .replace("max_rounds: 3", "max_rounds: 2")
+    )
     repo.commit_worktree_paths(["kb.config.yaml"], "configure scripted models\n")
     return Repo(repo.root), item.id
 
 
 def food_page(ev: str, claim: str = "Alice does not drink alcohol.") -> str:
-    body = f"# Alice's food and drink\n\n- {claim}[^1]\n- Alice is vegetarian.[^2]\n\n" + format_citation("1", ev, 5, 5, "I do not drink alcohol") + "\n" + format_citation("2", ev, 5, 5, "I am vegetarian") + "\n"
-    return page_text("users/alice/food", "Alice's food and drink", "Alice is vegetarian and does not drink alcohol.", "user:alice", body, type="preference", sources=[ev])
+    body = (
+        f"# Alice's food and drink\n\n- {claim}[^1]\n- Alice is vegetarian.[^2]\n\n"
+        + format_citation("1", ev, 5, 5, "I do not drink alcohol")
+        + "\n"
+        + format_citation("2", ev, 5, 5, "I am vegetarian")
+        + "\n"
+    )
+    return page_text(
+        "users/alice/food",
+        "Alice's food and drink",
+        "Alice is vegetarian and does not drink alcohol.",
+        "user:alice",
+        body,
+        type="preference",
+        sources=[ev],
+    )
 
 
 def index_page() -> str:
-    return page_text("users/alice/index", "Alice's memory", "What Alice told us.", "user:alice", "# Alice's memory\n\n## Pages\n\n- [[users/alice/food]]: Alice is vegetarian and does not drink alcohol.\n", type="index")
+    return page_text(
+        "users/alice/index",
+        "Alice's memory",
+        "What Alice told us.",
+        "user:alice",
+        "# Alice's memory\n\n## Pages\n\n- [[users/alice/food]]: Alice is vegetarian and does not drink alcohol.\n",
+        type="index",
+    )
 
 
 def write(path: str, text: str) -> Call:
@@ -66,9 +91,14 @@ def proposer_turns(ev: str, claim: str = "Alice does not drink alcohol.") -> lis
     ]
 
 
-def test_approve_on_the_first_round(cli, repo: tuple[Repo, str]) -> None:  # noqa: ANN001
+def test_approve_on_the_first_round(cli, repo: tuple[Repo, str]) -> None:
     r, ev = repo
-    with scripted_provider({"proposer": proposer_turns(ev), "reviewer": [Call("read_evidence", json.dumps({"evidence_id": ev, "start": 5, "end": 5})), verdict("approve")]}) as llm:
+    with scripted_provider(
+        {
+            "proposer": proposer_turns(ev),
+            "reviewer": [Call("read_evidence", json.dumps({"evidence_id": ev, "start": 5, "end": 5})), verdict("approve")],
+        }
+    ) as llm:
         result = cli("run", "--no-index", cwd=r.root)
     assert result.code == 0, result.err + result.out
     head = Repo(r.root).head()
@@ -82,11 +112,27 @@ def test_approve_on_the_first_round(cli, repo: tuple[Repo, str]) -> None:  # noq
     assert runs and json.loads(runs[0].read_text())["result"]["title"] == "Record Alice's diet"
 
 
-def test_request_changes_then_fix_then_approve(cli, repo: tuple[Repo, str]) -> None:  # noqa: ANN001
+def test_request_changes_then_fix_then_approve(cli, repo: tuple[Repo, str]) -> None:
     r, ev = repo
-    fix = Call("edit_page", json.dumps({"path": "users/alice/food.md", "old": "- Alice is vegetarian.[^2]", "new": "- Alice is vegetarian (she said so when booking).[^2]"}))
-    comment = Call("comment", json.dumps({"path": "users/alice/food.md", "line": 13, "message": "Say when she said it.", "evidence": f"{ev}#L5"}))
-    with scripted_provider({"proposer": proposer_turns(ev) + [fix, submit(ev)], "reviewer": [comment, verdict("request_changes", "One qualifier missing."), verdict("approve")]}) as llm:
+    fix = Call(
+        "edit_page",
+        json.dumps(
+            {
+                "path": "users/alice/food.md",
+                "old": "- Alice is vegetarian.[^2]",
+                "new": "- Alice is vegetarian (she said so when booking).[^2]",
+            }
+        ),
+    )
+    comment = Call(
+        "comment", json.dumps({"path": "users/alice/food.md", "line": 13, "message": "Say when she said it.", "evidence": f"{ev}#L5"})
+    )
+    with scripted_provider(
+        {
+            "proposer": proposer_turns(ev) + [fix, submit(ev)],
+            "reviewer": [comment, verdict("request_changes", "One qualifier missing."), verdict("approve")],
+        }
+    ) as llm:
         result = cli("run", "--no-index", cwd=r.root)
     assert result.code == 0, result.err + result.out
     trailers = parse_trailers(Repo(r.root).head().message)
@@ -98,10 +144,14 @@ def test_request_changes_then_fix_then_approve(cli, repo: tuple[Repo, str]) -> N
     assert "she said so when booking" in (r.root / "users/alice/food.md").read_text()
 
 
-def test_gate_findings_go_to_the_proposer_before_the_model_reviewer(cli, repo: tuple[Repo, str]) -> None:  # noqa: ANN001
+def test_gate_findings_go_to_the_proposer_before_the_model_reviewer(cli, repo: tuple[Repo, str]) -> None:
     r, ev = repo
-    fix = Call("edit_page", json.dumps({"path": "users/alice/food.md", "old": "Alice drinks alcohol.", "new": "Alice does not drink alcohol."}))
-    with scripted_provider({"proposer": proposer_turns(ev, "Alice drinks alcohol.") + [fix, submit(ev)], "reviewer": [verdict("approve")]}) as llm:
+    fix = Call(
+        "edit_page", json.dumps({"path": "users/alice/food.md", "old": "Alice drinks alcohol.", "new": "Alice does not drink alcohol."})
+    )
+    with scripted_provider(
+        {"proposer": proposer_turns(ev, "Alice drinks alcohol.") + [fix, submit(ev)], "reviewer": [verdict("approve")]}
+    ) as llm:
         result = cli("run", "--no-index", cwd=r.root)
     assert result.code == 0, result.err + result.out
     assert len(llm.requests_for("reviewer")) == 1  # round 1 was refused by the gate, no model call
@@ -110,11 +160,18 @@ def test_gate_findings_go_to_the_proposer_before_the_model_reviewer(cli, repo: t
     assert "grounding.negation" in json.dumps(llm.requests_for("proposer")[5].messages)
 
 
-def test_no_convergence_within_budget_leaves_the_branch_marked(cli, repo: tuple[Repo, str]) -> None:  # noqa: ANN001
+def test_no_convergence_within_budget_leaves_the_branch_marked(cli, repo: tuple[Repo, str]) -> None:
     r, ev = repo
     base = r.head().id
-    retry = Call("edit_page", json.dumps({"path": "users/alice/food.md", "old": "# Alice's food and drink", "new": "# Alice: food and drink"}))
-    with scripted_provider({"proposer": proposer_turns(ev) + [retry, submit(ev)], "reviewer": [verdict("request_changes", "No."), verdict("request_changes", "Still no.")]}):
+    retry = Call(
+        "edit_page", json.dumps({"path": "users/alice/food.md", "old": "# Alice's food and drink", "new": "# Alice: food and drink"})
+    )
+    with scripted_provider(
+        {
+            "proposer": proposer_turns(ev) + [retry, submit(ev)],
+            "reviewer": [verdict("request_changes", "No."), verdict("request_changes", "Still no.")],
+        }
+    ):
         result = cli("run", "--no-index", cwd=r.root)
     assert result.code == 1 and "needs-human" in result.out
     repo2 = Repo(r.root)
@@ -125,7 +182,7 @@ def test_no_convergence_within_budget_leaves_the_branch_marked(cli, repo: tuple[
     assert [x.verdict for x in reviews_of(repo2, str(head))] == ["request_changes"]
 
 
-def test_invalid_tool_call_json_is_retried_then_fails_cleanly(cli, repo: tuple[Repo, str]) -> None:  # noqa: ANN001
+def test_invalid_tool_call_json_is_retried_then_fails_cleanly(cli, repo: tuple[Repo, str]) -> None:
     r, ev = repo
     base = r.head().id
     bad = Call("write_page", '{"path": "users/alice/food.md", "content": ')
@@ -133,7 +190,9 @@ def test_invalid_tool_call_json_is_retried_then_fails_cleanly(cli, repo: tuple[R
         result = cli("run", "--no-index", cwd=r.root)
     assert result.code == 10, result.err
     assert result.err.startswith("error: ") and "invalid tool calls 3 times" in result.err and "Traceback" not in result.err
-    assert "not valid JSON" in json.dumps(llm.requests_for("proposer")[1].messages) or "JSON" in json.dumps(llm.requests_for("proposer")[1].messages)
+    assert "not valid JSON" in json.dumps(llm.requests_for("proposer")[1].messages) or "JSON" in json.dumps(
+        llm.requests_for("proposer")[1].messages
+    )
     repo2 = Repo(r.root)
     assert repo2.head().id == base and repo2.dirty_paths() == []
     assert not [b for b in repo2.git.branches.local if b.startswith("kb/")]

@@ -6,13 +6,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from kb.retrieval.build import build_index
 from kb.repo import Repo
+from kb.retrieval.build import build_index
 from kb.retrieval.search import search
-from pipeline.loop import RunStatus
-from pipeline.loop import run_loop
-from tests.pipeline.conftest import add_file
 from kb.scaffold import init_repository
+from pipeline.loop import RunStatus, run_loop
+from tests.pipeline.conftest import add_file
 
 
 def test_revert_of_a_merge_then_index_build_removes_its_pages(tmp_path: Path) -> None:
@@ -23,7 +22,13 @@ def test_revert_of_a_merge_then_index_build_removes_its_pages(tmp_path: Path) ->
     for mode in ("bm25", "dense", "hybrid"):
         assert [h.id for h in search(repo, "daily meal allowance", k=3, mode=mode)][0] == "knowledge/company-travel-policy"
     merge = repo.head()
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "PATH": "/usr/bin:/bin",
+    }
     subprocess.run(["git", "revert", "--no-edit", "-m", "1", str(merge.id)], cwd=repo.root, check=True, capture_output=True, env=env)
     repo = Repo(repo.root)
     assert not (repo.root / "knowledge/company-travel-policy.md").exists()

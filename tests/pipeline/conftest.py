@@ -8,9 +8,9 @@ import pytest
 
 from kb.evidence import add_items
 from kb.intake import prepare
-from kb.scopes import user_scope
 from kb.repo import Repo
 from kb.scaffold import init_repository
+from kb.scopes import user_scope
 
 SAMPLES = Path(__file__).resolve().parents[2] / "kb" / "samples"
 

@@ -28,8 +28,24 @@ def chat(path: Path, messages: list[tuple[str, str]], time: str | None) -> Path:
 def memory_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     tmp = tmp_path_factory.mktemp("memory")
     repo = init_repository(tmp / "kb")
-    s1 = chat(tmp / "s1.json", [("user", "I live in Lyon and I work as a nurse."), ("user", "I own a 2015 Toyota Corolla that I drive to the hospital."), ("assistant", "Noted.")], "2024-03-01T10:00:00Z")
-    s2 = chat(tmp / "s2.json", [("user", "Big news: I moved to Toulouse last week."), ("user", "I also bought a 2022 Renault Zoe for short trips."), ("user", "The Corolla needs new tyres soon.")], "2024-09-12T18:30:00Z")
+    s1 = chat(
+        tmp / "s1.json",
+        [
+            ("user", "I live in Lyon and I work as a nurse."),
+            ("user", "I own a 2015 Toyota Corolla that I drive to the hospital."),
+            ("assistant", "Noted."),
+        ],
+        "2024-03-01T10:00:00Z",
+    )
+    s2 = chat(
+        tmp / "s2.json",
+        [
+            ("user", "Big news: I moved to Toulouse last week."),
+            ("user", "I also bought a 2022 Renault Zoe for short trips."),
+            ("user", "The Corolla needs new tyres soon."),
+        ],
+        "2024-09-12T18:30:00Z",
+    )
     bob = chat(tmp / "bob.json", [("user", "I live in Oslo and my car is a 2020 Volvo XC40.")], "2024-05-05T08:00:00Z")
     first = ingest(repo, "claire", [s2, s1])  # out of order on purpose: processed by date
     assert first.run is not None and first.run.status is RunStatus.MERGED
@@ -56,7 +72,15 @@ def test_two_vehicles_stay_two_entries_and_my_car_finds_both(memory_repo: Repo) 
 
 def test_ingesting_a_session_twice_changes_nothing(memory_repo: Repo, tmp_path: Path) -> None:
     head = memory_repo.head().id
-    again = chat(tmp_path / "s1.json", [("user", "I live in Lyon and I work as a nurse."), ("user", "I own a 2015 Toyota Corolla that I drive to the hospital."), ("assistant", "Noted.")], "2024-03-01T10:00:00Z")
+    again = chat(
+        tmp_path / "s1.json",
+        [
+            ("user", "I live in Lyon and I work as a nurse."),
+            ("user", "I own a 2015 Toyota Corolla that I drive to the hospital."),
+            ("assistant", "Noted."),
+        ],
+        "2024-03-01T10:00:00Z",
+    )
     result = ingest(memory_repo, "claire", [again])
     assert result.added == [] and len(result.skipped) == 1 and result.run is None
     assert memory_repo.head().id == head
@@ -85,7 +109,7 @@ def test_context_items_are_labelled_with_source_and_date(memory_repo: Repo) -> N
     assert kinds == sorted(kinds, key=["profile", "memory", "evidence", "knowledge"].index)
 
 
-def test_memory_bad_input(cli, tmp_path: Path) -> None:  # noqa: ANN001
+def test_memory_bad_input(cli, tmp_path: Path) -> None:
     root = tmp_path / "kb"
     cli("init", str(root))
     unknown = tmp_path / "notes.csv"

@@ -82,7 +82,18 @@ def test_merge_refuses_when_checks_fail_even_with_an_approval(sample_repo: tuple
     path = "users/alice/travel.md"
     workspace.write_page(path, workspace.read_text(path).replace("LH-992-114-07", "LH-992-114-08"))
     head = workspace.commit("Break a quote")
-    approval = ReviewRecord(proposal.branch, head, proposal.base, 1, "approve", "test/other", "other-family", "kb-offline/extractive", "kb-extractive", "2025-01-01T00:00:00Z")
+    approval = ReviewRecord(
+        proposal.branch,
+        head,
+        proposal.base,
+        1,
+        "approve",
+        "test/other",
+        "other-family",
+        "kb-offline/extractive",
+        "kb-extractive",
+        "2025-01-01T00:00:00Z",
+    )
     add_review(repo, approval)
     with pytest.raises(GateError, match="checks fail"):
         merge_branch(repo, proposal.branch, build_index=False)
@@ -91,7 +102,18 @@ def test_merge_refuses_when_checks_fail_even_with_an_approval(sample_repo: tuple
 def test_merge_refuses_an_approval_from_the_proposers_family(sample_repo: tuple[Repo, dict[str, str]]) -> None:
     repo, _ = sample_repo
     proposal = propose(repo)
-    same = ReviewRecord(proposal.branch, proposal.head, proposal.base, 1, "approve", "kb-offline/extractive", "kb-extractive", "kb-offline/extractive", "kb-extractive", "2025-01-01T00:00:00Z")
+    same = ReviewRecord(
+        proposal.branch,
+        proposal.head,
+        proposal.base,
+        1,
+        "approve",
+        "kb-offline/extractive",
+        "kb-extractive",
+        "kb-offline/extractive",
+        "kb-extractive",
+        "2025-01-01T00:00:00Z",
+    )
     add_review(repo, same)
     with pytest.raises(GateError, match="proposer's own family"):
         merge_branch(repo, proposal.branch, build_index=False)
@@ -100,7 +122,9 @@ def test_merge_refuses_an_approval_from_the_proposers_family(sample_repo: tuple[
 def test_same_family_roles_are_refused_unless_allowed(sample_repo: tuple[Repo, dict[str, str]]) -> None:
     repo, _ = sample_repo
     config = repo.root / "kb.config.yaml"
-    text = config.read_text().replace("  allow_same_family: false", "  proposer: {model: openai/gpt-4o}\n  reviewer: {model: gpt-4o-mini}\n  allow_same_family: false")
+    text = config.read_text().replace(
+        "  allow_same_family: false", "  proposer: {model: openai/gpt-4o}\n  reviewer: {model: gpt-4o-mini}\n  allow_same_family: false"
+    )
     config.write_text(text)
     with pytest.raises(ConfigError, match="openai"):
         make_agents(Repo(repo.root).config)
@@ -117,7 +141,9 @@ def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: 
     from kb.evidence import add_items
     from kb.intake import prepare
 
-    extra = prepare(b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document", "system")
+    extra = prepare(
+        b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document", "system"
+    )
     add_items(repo, [extra])
 
     path = "knowledge/company-travel-policy.md"
@@ -126,7 +152,11 @@ def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: 
     # round 1 deletes a supported claim; the revisions change nothing more
     turns = [Call("write_page", json.dumps({"path": path, "content": "\n".join(kept) + "\n"})), submit, submit, submit]
     config = repo.root / "kb.config.yaml"
-    config.write_text(config.read_text().replace("  allow_same_family: false", "  proposer: {model: scripted/p, family: scripted}\n  allow_same_family: false"))
+    config.write_text(
+        config.read_text().replace(
+            "  allow_same_family: false", "  proposer: {model: scripted/p, family: scripted}\n  allow_same_family: false"
+        )
+    )
     repo.commit_worktree_paths(["kb.config.yaml"], "configure a scripted proposer\n")
     repo = Repo(repo.root)
     with scripted_provider({"p": turns}):

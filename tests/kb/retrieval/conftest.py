@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from kb.page import page_id_for_path, render_page
-from kb.scopes import scope_for_path
 from kb.repo import Repo
 from kb.scaffold import init_repository
+from kb.scopes import scope_for_path
 
 
 def page_text(
@@ -22,7 +22,7 @@ def page_text(
     body: str,
     *,
     status: str = "active",
-    type: str = "fact",  # noqa: A002 - the frontmatter key
+    type: str = "fact",
     valid_from: str | None = None,
     valid_to: str | None = None,
 ) -> str:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.eval.beir import load_beir, mrr_at, ndcg_at, recall_at, run_eval
 from kb.config import Config
 from kb.errors import FormatError, UsageError
+from pipeline.eval.beir import load_beir, mrr_at, ndcg_at, recall_at, run_eval
 
 DOCS = [
     {"_id": "d1", "title": "Anvils", "text": "Acme makes heavy anvils from iron."},
@@ -18,7 +18,12 @@ DOCS = [
     {"_id": "d4", "title": "北京大学", "text": "北京大学创建于1898年，初名京师大学堂。"},
     {"_id": "d5", "title": "Tea", "text": "Green tea is brewed at eighty degrees."},
 ]
-QUERIES = [{"_id": "q1", "text": "what are anvils made of"}, {"_id": "q2", "text": "京师大学堂"}, {"_id": "q3", "text": "rigid hydrogen airships"}, {"_id": "q4", "text": "unjudged"}]
+QUERIES = [
+    {"_id": "q1", "text": "what are anvils made of"},
+    {"_id": "q2", "text": "京师大学堂"},
+    {"_id": "q3", "text": "rigid hydrogen airships"},
+    {"_id": "q4", "text": "unjudged"},
+]
 QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td4\t1\nq3\td2\t2\nq3\tmissing\t1\n"
 
 
@@ -61,9 +66,25 @@ def test_end_to_end_three_modes_side_by_side_and_a_rerun_embeds_nothing(tmp_path
     assert again["embedded"] == 0
 
 
-def test_eval_cli_json_has_one_object_per_mode(tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_eval_cli_json_has_one_object_per_mode(tmp_path: Path, cli) -> None:
     corpus, queries, qrels = write_beir(tmp_path / "data")
-    code, out, err = cli("eval", "retrieval", "--corpus", str(corpus), "--queries", str(queries), "--qrels", str(qrels), "--k", "1,10", "--json", "--mode", "bm25", "--workdir", str(tmp_path / "w"))
+    code, out, err = cli(
+        "eval",
+        "retrieval",
+        "--corpus",
+        str(corpus),
+        "--queries",
+        str(queries),
+        "--qrels",
+        str(qrels),
+        "--k",
+        "1,10",
+        "--json",
+        "--mode",
+        "bm25",
+        "--workdir",
+        str(tmp_path / "w"),
+    )
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0, err
     assert [line["mode"] for line in lines] == ["bm25"] and lines[0]["recall@10"] == 1.0

