@@ -6,7 +6,7 @@ DEMO_DIR ?= demo
 
 DATA ?= ../shared/data
 
-.PHONY: setup demo test bench bench-check bench-loop bench-memory bench-retrieval clean
+.PHONY: setup demo lint test bench bench-check bench-loop bench-memory bench-retrieval clean
 
 setup: $(VENV)/.installed
 
@@ -19,7 +19,13 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	KB=$(CURDIR)/$(BIN)/kb DEMO_DIR=$(DEMO_DIR) bash scripts/demo.sh
 
-test: setup
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/vulture
+
+test: lint
 	$(BIN)/pytest -n 2
 
 bench-check: setup

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -27,6 +27,9 @@ from agents.schemas import ReviewComment, Submission, Verdict
 from agents.untrusted import wrap_untrusted
 from kb.errors import KbError
 from kb.ids import EVIDENCE_ID_PATTERN as ID_PATTERN
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 EVIDENCE_ID_PATTERN = f"^{ID_PATTERN}$"  # docs/format.md, "Evidence"
 
@@ -180,7 +183,7 @@ def _list_pages(backend: ReadBackend, args: ListPagesArgs) -> str:
     return backend.list_pages(prefix=args.prefix)
 
 
-def _run_checks(backend: ReadBackend, args: RunChecksArgs) -> str:
+def _run_checks(backend: ReadBackend, _args: RunChecksArgs) -> str:
     return backend.run_checks()
 
 
@@ -365,6 +368,6 @@ def parse_arguments(tool: Tool, arguments: str) -> BaseModel | str:
         )
 
 
-def _location(error: Any) -> str:
+def _location(error: ErrorDetails) -> str:
     location = ".".join(str(part) for part in error.get("loc", ()))
     return location or "arguments"

@@ -84,7 +84,17 @@ def generate(root: Path, pages: int, evidence: int, seed: int = 7) -> None:
         }
         files[pid + ".md"] = render_page(meta, "\n".join(body) + "\n")
         folders.setdefault(folder, []).append((pid, summary))
-    # index pages for every folder and every ancestor up to the scope root
+    files.update(index_pages(folders))
+    for rel, text in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    repo.commit_worktree_paths(sorted(files), "bench: generated pages\n")
+
+
+def index_pages(folders: dict[str, list[tuple[str, str]]]) -> dict[str, str]:
+    """An index page for every folder and every ancestor up to the scope root."""
+    files: dict[str, str] = {}
     all_folders = set(folders)
     for folder in list(folders):
         parts = folder.split("/")
@@ -101,11 +111,7 @@ def generate(root: Path, pages: int, evidence: int, seed: int = 7) -> None:
         summary = "Entry page of the shared knowledge." if folder == "knowledge" else f"Folder {folder}."
         meta = {"id": f"{folder}/index", "type": "index", "title": folder, "summary": summary, "scope": scope, "status": "active"}
         files[f"{folder}/index.md"] = render_page(meta, f"# {folder}\n\n## Overview\n\n{summary}\n\n## Pages\n\n{listing}")
-    for rel, text in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-    repo.commit_worktree_paths(sorted(files), "bench: generated pages\n")
+    return files
 
 
 def timed(cmd: list[str], cwd: Path, repeat: int) -> tuple[float, str, int]:

@@ -131,7 +131,7 @@ class Embedder:
     def set_threads(self, n: int) -> None: ...
     def passages(self, texts: list[str]): ...
     def query(self, text: str): ...
-    def long_inputs(self, texts: list[str]) -> int:
+    def long_inputs(self, texts: list[str]) -> int:  # noqa: ARG002  # -1: this embedder cannot count them
         return -1
 
 
@@ -244,7 +244,10 @@ def _closure(root: str) -> list[str]:
     except ImportError:  # pragma: no cover - packaging ships with pip/most envs
         Requirement = None
     seen, todo = [], [root]
-    norm = lambda s: s.lower().replace("_", "-").replace(".", "-")
+
+    def norm(s: str) -> str:
+        return s.lower().replace("_", "-").replace(".", "-")
+
     while todo:
         name = todo.pop()
         if norm(name) in (norm(s) for s in seen):
@@ -367,8 +370,8 @@ def search(index, emb, q, k):
 
     k = min(k, emb.shape[0])
     if index is not None:
-        _, I = index.search(q.reshape(1, -1), k)
-        return I[0]
+        _, found = index.search(q.reshape(1, -1), k)
+        return found[0]
     s = emb @ q
     top = np.argpartition(-s, k - 1)[:k]
     return top[np.argsort(-s[top], kind="stable")]
@@ -423,11 +426,13 @@ def run_dataset(model: Embedder, ds: str, data, args) -> dict:
     rels = [qrels[q] for q in data["qids"]]
     from pipeline.eval.beir import mrr_at, ndcg_at, recall_at  # the product's metrics
 
-    mean = lambda xs: float(np.mean(xs)) if xs else float("nan")
-    res["ndcg@10"] = mean([ndcg_at(r, g, 10) for r, g in zip(runs, rels)])
-    res["recall@100"] = mean([recall_at(r, g, 100) for r, g in zip(runs, rels)])
-    res["recall@5"] = mean([recall_at(r, g, 5) for r, g in zip(runs, rels)])
-    res["mrr@10"] = mean([mrr_at(r, g, 10) for r, g in zip(runs, rels)])
+    def mean(xs: list[float]) -> float:
+        return float(np.mean(xs)) if xs else float("nan")
+
+    res["ndcg@10"] = mean([ndcg_at(r, g, 10) for r, g in zip(runs, rels, strict=True)])
+    res["recall@100"] = mean([recall_at(r, g, 100) for r, g in zip(runs, rels, strict=True)])
+    res["recall@5"] = mean([recall_at(r, g, 5) for r, g in zip(runs, rels, strict=True)])
+    res["mrr@10"] = mean([mrr_at(r, g, 10) for r, g in zip(runs, rels, strict=True)])
     if lat_embed:
         res["q_embed_ms_p50"] = float(np.percentile(lat_embed, 50) * 1000)
         res["q_embed_ms_p95"] = float(np.percentile(lat_embed, 95) * 1000)

@@ -54,9 +54,9 @@ def timed_loop(repo: Repo, ids: list[str] | None, user_speakers: dict[str, tuple
     start = time.perf_counter()
     build_index(repo)
     index_s = time.perf_counter() - start
-    calls = sum(r.usage.get("calls", 0) for r in result.reviews) + result.proposal.usage.get("calls", 0)
+    calls = result.usage.calls
     return {
-        "status": result.status,
+        "status": result.status.value,
         "rounds": len(result.reviews),
         "claims": result.proposal.claims,
         "closed": result.proposal.closed,

@@ -16,7 +16,6 @@ from kb.scopes import PAGE_FOLDERS, folder_for_scope, scope_for_path
 class Selection:
     pages: tuple[str, ...]  # page paths to check (existing files)
     folders: tuple[str, ...]  # folders whose index.md listing to check
-    deleted_ids: tuple[str, ...] = ()
     evidence_paths: tuple[str, ...] | None = None  # None: all evidence
     base: pygit2.Commit | None = None
     full: bool = True
@@ -66,7 +65,7 @@ def plan_changed(snapshot: Snapshot, changed: list[str], base: pygit2.Commit) ->
             if any(n in data for n in needles):
                 pages.add(path)
     evidence_paths = tuple(p for p in changed if p.startswith(EVIDENCE_DIR + "/"))
-    return Selection(tuple(sorted(pages)), tuple(sorted(folders)), tuple(deleted), evidence_paths, base, full=False)
+    return Selection(tuple(sorted(pages)), tuple(sorted(folders)), evidence_paths, base, full=False)
 
 
 def plan_paths(snapshot: Snapshot, paths: list[str], base: pygit2.Commit | None) -> Selection:
@@ -76,4 +75,4 @@ def plan_paths(snapshot: Snapshot, paths: list[str], base: pygit2.Commit | None)
     for path in pages:
         folders.update(page_folders(path))
     evidence_paths = tuple(p for p in paths if p.startswith(EVIDENCE_DIR + "/"))
-    return Selection(tuple(pages), tuple(sorted(folders)), (), evidence_paths, base, full=False)
+    return Selection(tuple(pages), tuple(sorted(folders)), evidence_paths, base, full=False)

@@ -164,7 +164,7 @@ def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = is
         old_ledger = ledger_file.read_bytes() if ledger_file.exists() else None
         written: list[Path] = []
         try:
-            for item, entry in zip(fresh, new_entries):
+            for item, entry in zip(fresh, new_entries, strict=True):
                 target = repo.root / entry.path
                 atomic_write(target, item.content.encode("utf-8"))
                 written.append(target)

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 from typing import Literal
 
 from markdown_it import MarkdownIt
@@ -134,7 +135,7 @@ def format_citation(label: str, evidence_id: str, start: int, end: int, quote: s
 def _split_claims(content: str, first_line: int) -> list[Claim]:
     claims = []
     bounds = [0] + [m.end() for m in SENTENCE_END_RE.finditer(content)] + [len(content)]
-    for start, end in zip(bounds, bounds[1:]):
+    for start, end in pairwise(bounds):
         sentence = content[start:end]
         labels = tuple(FOOTREF_RE.findall(sentence))
         if labels:
@@ -164,7 +165,7 @@ def parse_structure(body: str, line_offset: int = 0) -> Structure:
     anchors = unique_anchors([title for _, title, _ in headings])
     total = len(lines)
     stack: list[tuple[int, str]] = []
-    for n, ((level, title, start), anchor) in enumerate(zip(headings, anchors)):
+    for n, ((level, title, start), anchor) in enumerate(zip(headings, anchors, strict=True)):
         end = total
         for later_level, _, later_start in headings[n + 1 :]:
             if later_level <= level:

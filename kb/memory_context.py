@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kb.errors import NotFoundError, UsageError
 from kb.evidence import ledger_at
@@ -20,6 +20,11 @@ from kb.page import Page, page_id_for_path, parse_page
 from kb.repo import Repo
 from kb.scopes import folder_for_scope, user_scope
 from kb.tokens import count_tokens
+
+if TYPE_CHECKING:
+    import pygit2
+
+    from kb.retrieval.search import Hit, Searcher
 
 VARIANTS = ("raw", "pages", "both")
 ItemKind = Literal["profile", "memory", "evidence", "knowledge"]
@@ -80,7 +85,7 @@ class MemoryContext:
 class _Pages:
     """Parsed pages of one commit, cached for the duration of one context build."""
 
-    def __init__(self, repo: Repo, commit: Any) -> None:
+    def __init__(self, repo: Repo, commit: pygit2.Commit) -> None:
         self.repo, self.commit = repo, commit
         self.cache: dict[str, Page | None] = {}
 
@@ -121,7 +126,7 @@ def _profile_item(pages: _Pages, path: str) -> ContextItem | None:
 
 
 def build_context(
-    repo: Repo, user: str, question: str, budget: int = 2000, variant: str = "both", k: int = 20, searcher: Any = None
+    repo: Repo, user: str, question: str, budget: int = 2000, variant: str = "both", k: int = 20, searcher: Searcher | None = None
 ) -> MemoryContext:
     from kb.retrieval.search import EVIDENCE, PAGE, make_query, open_searcher
 
@@ -137,52 +142,63 @@ def build_context(
     dates = {e.id: e.date for e in ledger_at(repo, commit)}
     context = MemoryContext(user, question, budget, variant)
     profile = _profile_item(pages, profile_file)
-    candidates: list[ContextItem] = []
     vector = searcher.embed_query(query.text)
     namespaces = {"raw": [EVIDENCE], "pages": [PAGE], "both": [PAGE, EVIDENCE]}[variant]
     per_ns: list[list[ContextItem]] = []
-    seen_pages: set[str] = set()
     for namespace in namespaces:
-        lists = searcher.rank(query, namespace, vector)
-        hits = searcher.fuse_chunks(lists, namespace, k)
-        items = []
-        for rank, hit in enumerate(hits, 1):
-            if namespace == PAGE:
-                page = pages.get(hit.path)
-                if page is None or hit.path.endswith("/index.md") or hit.path == profile_file and hit.anchor in ("", "overview"):
-                    continue  # index pages only repeat L0s; the profile's L1 is already first
-                kind: ItemKind = "memory" if hit.scope == scope else "knowledge"
-                heading = f"{hit.title} › {hit.anchor}" if hit.anchor else hit.title
-                if hit.id not in seen_pages:  # the page's L0 once, with its first chunk
-                    heading += f"\n({hit.summary})"
-                    seen_pages.add(hit.id)
-                text = f"{heading}\n{hit.text}"
-                items.append(
-                    ContextItem(
-                        kind,
-                        f"{hit.id}#{hit.anchor}" if hit.anchor else hit.id,
-                        hit.valid_from,
-                        text,
-                        count_tokens(text),
-                        _cites(page, hit.text),
-                        rank,
-                    )
-                )
-            else:
-                source = f"{hit.id}#L{hit.line_start}-L{hit.line_end}"
-                items.append(ContextItem("evidence", source, dates.get(hit.id, ""), hit.text, count_tokens(hit.text), (source,), rank))
-        per_ns.append(items)
-    # interleave the two layers by rank: memory chunk, evidence snippet, memory chunk, ...
-    for position in range(max((len(x) for x in per_ns), default=0)):
-        for items in per_ns:
-            if position < len(items):
-                candidates.append(items[position])
+        hits = searcher.fuse_chunks(searcher.rank(query, namespace, vector), namespace, k)
+        per_ns.append(_page_items(hits, pages, scope, profile_file) if namespace == PAGE else _evidence_items(hits, dates))
+    chosen = _choose(context, profile, _interleave(per_ns))
+    order = {"profile": 0, "memory": 1, "evidence": 2, "knowledge": 3}
+    context.items = sorted(chosen, key=lambda i: (order[i.kind], i.rank))
+    context.ranked = [i for i in chosen if i.kind != "profile"]
+    _trim_to_budget(context)
+    return context
+
+
+def _page_items(hits: list[Hit], pages: _Pages, scope: str, profile_file: str) -> list[ContextItem]:
+    """Page chunks in rank order: the user's own pages are memory, the rest knowledge."""
+    items = []
+    seen_pages: set[str] = set()
+    for rank, hit in enumerate(hits, 1):
+        page = pages.get(hit.path)
+        if page is None or hit.path.endswith("/index.md") or hit.path == profile_file and hit.anchor in ("", "overview"):
+            continue  # index pages only repeat L0s; the profile's L1 is already first
+        kind: ItemKind = "memory" if hit.scope == scope else "knowledge"
+        heading = f"{hit.title} › {hit.anchor}" if hit.anchor else hit.title
+        if hit.id not in seen_pages:  # the page's L0 once, with its first chunk
+            heading += f"\n({hit.summary})"
+            seen_pages.add(hit.id)
+        text = f"{heading}\n{hit.text}"
+        source = f"{hit.id}#{hit.anchor}" if hit.anchor else hit.id
+        items.append(ContextItem(kind, source, hit.valid_from, text, count_tokens(text), _cites(page, hit.text), rank))
+    return items
+
+
+def _evidence_items(hits: list[Hit], dates: dict[str, str]) -> list[ContextItem]:
+    """Evidence snippets in rank order, each citing its own line span."""
+    items = []
+    for rank, hit in enumerate(hits, 1):
+        source = f"{hit.id}#L{hit.line_start}-L{hit.line_end}"
+        items.append(ContextItem("evidence", source, dates.get(hit.id, ""), hit.text, count_tokens(hit.text), (source,), rank))
+    return items
+
+
+def _interleave(per_ns: list[list[ContextItem]]) -> list[ContextItem]:
+    """The layers interleaved by rank: memory chunk, evidence snippet, memory chunk, ..."""
+    longest = max((len(x) for x in per_ns), default=0)
+    return [items[position] for position in range(longest) for items in per_ns if position < len(items)]
+
+
+def _choose(context: MemoryContext, profile: ContextItem | None, candidates: list[ContextItem]) -> list[ContextItem]:
+    """The profile, then the candidates in order, while the budget lasts (counts the repeated
+    and the dropped on ``context``)."""
     used = count_tokens(HEADER)
     chosen: list[ContextItem] = []
     covered: set[str] = set()  # evidence spans cited by the items chosen so far
     if profile is not None:
         cost = count_tokens(profile.render()) + 2
-        if used + cost <= budget:
+        if used + cost <= context.budget:
             chosen.append(profile)
             covered.update(profile.cites)
             used += cost
@@ -193,23 +209,23 @@ def build_context(
             context.repeated += 1
             continue
         cost = count_tokens(item.render()) + 2
-        if used + cost <= budget:
+        if used + cost <= context.budget:
             chosen.append(item)
             covered.update(item.cites)
             used += cost
         else:
             context.dropped += 1
-    order = {"profile": 0, "memory": 1, "evidence": 2, "knowledge": 3}
-    context.items = sorted(chosen, key=lambda i: (order[i.kind], i.rank))
-    context.ranked = [i for i in chosen if i.kind != "profile"]
-    # Per-item counts add up to the whole except where BPE merges across joins: check the
-    # rendered total and drop the least relevant items until it fits.
-    while context.items and context.tokens > budget:
+    return chosen
+
+
+def _trim_to_budget(context: MemoryContext) -> None:
+    """Per-item counts add up to the whole except where BPE merges across joins: check the
+    rendered total and drop the least relevant items until it fits."""
+    while context.items and context.tokens > context.budget:
         worst = max(range(len(context.items)), key=lambda n: (context.items[n].kind != "profile", context.items[n].rank))
         removed = context.items.pop(worst)
         context.ranked = [i for i in context.ranked if i is not removed]
         context.dropped += 1
-    return context
 
 
 @dataclass(frozen=True)

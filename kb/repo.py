@@ -24,6 +24,15 @@ STATE_DIR = ".kb"
 FILEMODE_BLOB = pygit2.enums.FileMode.BLOB
 
 
+def diff_trees(old: pygit2.Tree, new: pygit2.Tree) -> pygit2.Diff:
+    """``git diff old new``: three lines of context, hunks merged only when they touch.
+
+    What ``Repository.diff`` does for two trees (its stubs accept commits, not trees); the
+    low-level default would merge hunks up to three lines apart.
+    """
+    return old.diff_to_tree(new, context_lines=3, interhunk_lines=0)
+
+
 def find_root(start: Path | None = None, explicit: Path | None = None) -> Path:
     """The repository root: ``explicit`` if given, else the nearest ancestor with a config."""
     if explicit is not None:
@@ -96,11 +105,11 @@ class Repo:
 
         def walk(tree: pygit2.Tree, base: str) -> None:
             for entry in tree:
-                path = base + entry.name
-                if entry.type_str == "tree":
+                path = f"{base}{entry.name}"
+                if isinstance(entry, pygit2.Tree):
                     if not prefixes or any(p.startswith(path + "/") or path.startswith(p.rstrip("/")) for p in prefixes):
-                        walk(self.git[entry.id], path + "/")
-                elif entry.type_str == "blob":
+                        walk(entry, path + "/")
+                elif isinstance(entry, pygit2.Blob):
                     if not prefixes or any(path.startswith(p) for p in prefixes):
                         out[path] = entry.id
 
@@ -108,14 +117,15 @@ class Repo:
         return out
 
     def read_blob(self, oid: pygit2.Oid) -> bytes:
-        return self.git[oid].data
+        return self.git[oid].peel(pygit2.Blob).data
 
     def read_at(self, commit: pygit2.Commit, path: str) -> bytes | None:
+        """The file at ``path`` in ``commit``; None if there is none (or it is a folder)."""
         try:
             entry = commit.tree[path]
         except KeyError:
             return None
-        return self.git[entry.id].data
+        return entry.data if isinstance(entry, pygit2.Blob) else None
 
     # ---- writing commits ---------------------------------------------------------------
 
@@ -190,7 +200,7 @@ class Repo:
         paths: set[str] = set(self.dirty_paths())
         head = self.head()
         if head is not None and head.id != base.id:
-            for delta in self.git.diff(base.tree, head.tree).deltas:
+            for delta in diff_trees(base.tree, head.tree).deltas:
                 paths.add(delta.old_file.path)
                 paths.add(delta.new_file.path)
         return sorted(paths)

@@ -14,13 +14,16 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tiktoken
 
 _CJK_RE = re.compile(r"[\u3000-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 
 
 @lru_cache(maxsize=1)
-def _encoding() -> Any | None:
+def _encoding() -> tiktoken.Encoding | None:
     spec = importlib.util.find_spec("litellm")
     if spec is not None and spec.origin:
         bundled = Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"
@@ -46,7 +49,3 @@ def count_tokens(text: str) -> int:
     if encoding is None:
         return estimate_tokens(text)
     return len(encoding.encode(text, disallowed_special=()))
-
-
-def tokenizer_name() -> str:
-    return "tiktoken/cl100k_base" if _encoding() is not None else "estimate/cjk1-other3"

@@ -112,6 +112,8 @@ def run_loop(
             result.reason = f"round {round_no}: the Proposer made no change in response to the review"
             break
     head = clean_workspace(repo, proposal.branch).head()
-    set_status(repo, str(head.id), "needs-human", {"branch": proposal.branch, "reason": result.reason, "rounds": len(result.reviews)})
+    set_status(
+        repo, str(head.id), RunStatus.NEEDS_HUMAN.value, {"branch": proposal.branch, "reason": result.reason, "rounds": len(result.reviews)}
+    )
     result.status = RunStatus.NEEDS_HUMAN
     return result

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
+from agents.protocols import AgentIdentity
 from ci.gate import run_gate
 from kb.clock import iso_utc, utc_now
 from kb.errors import ConflictError, GateError
 from kb.repo import FILEMODE_BLOB, Repo
 from pipeline.records import ReviewRecord, proposal_info, reviews_of
 from pipeline.review import branch_base, clean_workspace
-from pipeline.workspace import WRITABLE, remove_workspace
+from pipeline.workspace import WRITABLE, Workspace, remove_workspace
 
 if TYPE_CHECKING:
     from kb.retrieval.build import BuildResult
@@ -60,13 +61,68 @@ def _approval(repo: Repo, head: pygit2.Commit, base: pygit2.Commit, proposer_fam
     )
 
 
-def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.datetime | None = None) -> MergeResult:
-    allow_same = repo.config.models.allow_same_family
-    workspace = clean_workspace(repo, branch)
-    head = workspace.head()
-    base = branch_base(repo, head)
-    info = proposal_info(repo, head, base.id)
-    approval = _approval(repo, head, base, info.get("Kb-Proposer-Family", "unknown"), allow_same)
+@dataclass(frozen=True)
+class MergeRecord:
+    """What ``reviews/<year>/<slug>.json`` holds; the merge commit's trailers repeat it."""
+
+    branch: str
+    head: str
+    base: str
+    evidence: list[str]
+    proposer: AgentIdentity
+    reviewer: AgentIdentity
+    rounds: int
+    reviews: list[ReviewRecord]  # every review on the branch, by round then time
+    merged_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def message(self, record_path: str) -> str:
+        verdicts = ", ".join(f"r{r.round}:{r.verdict}" for r in self.reviews)
+        return (
+            f"Merge {self.branch}\n\n"
+            f"Kb-Evidence: {', '.join(self.evidence)}\n"
+            f"Kb-Base: {self.base}\n"
+            f"Kb-Head: {self.head}\n"
+            f"Kb-Proposer-Model: {self.proposer.model}\n"
+            f"Kb-Proposer-Family: {self.proposer.family}\n"
+            f"Kb-Reviewer-Model: {self.reviewer.model}\n"
+            f"Kb-Reviewer-Family: {self.reviewer.family}\n"
+            f"Kb-Rounds: {self.rounds}\n"
+            f"Kb-Verdicts: {verdicts}\n"
+            f"Kb-Review-Record: {record_path}\n"
+        )
+
+
+def _branch_reviews(repo: Repo, head: pygit2.Commit, base: pygit2.Commit) -> list[ReviewRecord]:
+    """Every review of every commit on the branch, by round then time."""
+    reviews: list[ReviewRecord] = []
+    for commit in repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
+        if commit.id == base.id:
+            break
+        reviews.extend(reviews_of(repo, str(commit.id)))
+    return sorted(reviews, key=lambda r: (r.round, r.at))
+
+
+def _merge_record(
+    repo: Repo, branch: str, head: pygit2.Commit, base: pygit2.Commit, info: dict[str, str], approval: ReviewRecord, now: dt.datetime
+) -> MergeRecord:
+    reviews = _branch_reviews(repo, head, base)
+    return MergeRecord(
+        branch=branch,
+        head=str(head.id),
+        base=str(base.id),
+        evidence=[e.strip() for e in info.get("Kb-Evidence", "").split(",") if e.strip()],
+        proposer=AgentIdentity(info.get("Kb-Proposer-Model", "unknown"), info.get("Kb-Proposer-Family", "unknown")),
+        reviewer=AgentIdentity(approval.reviewer_model, approval.reviewer_family),
+        rounds=max((r.round for r in reviews), default=1),
+        reviews=reviews,
+        merged_at=iso_utc(now),
+    )
+
+
+def _check_gate(workspace: Workspace, branch: str, base: pygit2.Commit) -> None:
     gate = run_gate(workspace.view, base)
     if not gate.ok:
         first = gate.errors[0]
@@ -74,8 +130,10 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
             f"checks fail on {branch}: {len(gate.errors)} error(s), first {first.path}:{first.line} [{first.rule}] {first.message}",
             hint=f"fix the branch and review it again (`kb check` in {workspace.root})",
         )
-    main = repo.head()
-    assert main is not None
+
+
+def _merge_index(repo: Repo, branch: str, main: pygit2.Commit, head: pygit2.Commit) -> pygit2.Index:
+    """The merged index of main and the branch head; refuses a dirty main or a conflict."""
     dirty = repo.dirty_paths(WRITABLE)
     if dirty:
         raise ConflictError(f"the main working tree has uncommitted changes ({dirty[0]})", hint="commit or discard them before merging")
@@ -85,46 +143,36 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
         raise ConflictError(
             f"{branch} conflicts with {repo.git.head.shorthand} in {', '.join(conflicted[:3])}", hint="propose again from the current main"
         )
-    all_reviews = []
-    for commit in repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
-        if commit.id == base.id:
-            break
-        all_reviews.extend(r.to_json() for r in reviews_of(repo, str(commit.id)))
-    now = now or utc_now()
-    slug = branch.removeprefix("kb/")
-    record_path = f"reviews/{now:%Y}/{slug}.json"
-    record = {
-        "branch": branch,
-        "head": str(head.id),
-        "base": str(base.id),
-        "evidence": [e.strip() for e in info.get("Kb-Evidence", "").split(",") if e.strip()],
-        "proposer": {"model": info.get("Kb-Proposer-Model", "unknown"), "family": info.get("Kb-Proposer-Family", "unknown")},
-        "reviewer": {"model": approval.reviewer_model, "family": approval.reviewer_family},
-        "rounds": max((r["round"] for r in all_reviews), default=1),
-        "reviews": sorted(all_reviews, key=lambda r: (r["round"], r["at"])),
-        "merged_at": iso_utc(now),
-    }
-    blob = repo.git.create_blob((json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
-    index.add(pygit2.IndexEntry(record_path, blob, FILEMODE_BLOB))
+    return index
+
+
+def _commit_merge(repo: Repo, index: pygit2.Index, record: MergeRecord, record_path: str, parents: list[pygit2.Oid]) -> pygit2.Oid:
+    """Write the record into the merged index, commit it and move main (and its working tree) there."""
+    data = json.dumps(record.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    index.add(pygit2.IndexEntry(record_path, repo.git.create_blob(data.encode("utf-8")), FILEMODE_BLOB))
     tree = index.write_tree(repo.git)
-    verdicts = ", ".join(f"r{r['round']}:{r['verdict']}" for r in record["reviews"])
-    message = (
-        f"Merge {branch}\n\n"
-        f"Kb-Evidence: {', '.join(record['evidence'])}\n"
-        f"Kb-Base: {record['base']}\n"
-        f"Kb-Head: {record['head']}\n"
-        f"Kb-Proposer-Model: {record['proposer']['model']}\n"
-        f"Kb-Proposer-Family: {record['proposer']['family']}\n"
-        f"Kb-Reviewer-Model: {record['reviewer']['model']}\n"
-        f"Kb-Reviewer-Family: {record['reviewer']['family']}\n"
-        f"Kb-Rounds: {record['rounds']}\n"
-        f"Kb-Verdicts: {verdicts}\n"
-        f"Kb-Review-Record: {record_path}\n"
-    )
     sig = repo.signature()
-    commit_id = repo.git.create_commit(None, sig, sig, message, tree, [main.id, head.id])
+    commit_id = repo.git.create_commit(None, sig, sig, record.message(record_path), tree, parents)
     repo.git.checkout_tree(repo.git[commit_id], strategy=pygit2.enums.CheckoutStrategy.SAFE)
     repo.git.head.set_target(commit_id)
+    return commit_id
+
+
+def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.datetime | None = None) -> MergeResult:
+    allow_same = repo.config.models.allow_same_family
+    workspace = clean_workspace(repo, branch)
+    head = workspace.head()
+    base = branch_base(repo, head)
+    info = proposal_info(repo, head, base.id)
+    approval = _approval(repo, head, base, info.get("Kb-Proposer-Family", "unknown"), allow_same)
+    _check_gate(workspace, branch, base)
+    main = repo.head()
+    assert main is not None
+    index = _merge_index(repo, branch, main, head)
+    now = now or utc_now()
+    record_path = f"reviews/{now:%Y}/{branch.removeprefix('kb/')}.json"
+    record = _merge_record(repo, branch, head, base, info, approval, now)
+    commit_id = _commit_merge(repo, index, record, record_path, [main.id, head.id])
     remove_workspace(repo, branch)
     repo.git.branches.local.delete(branch)
     result_index = None

@@ -20,7 +20,7 @@ from kb.clock import compact_utc
 from kb.errors import KbError, NotFoundError, UsageError
 from kb.evidence import LedgerEntry, ledger_at
 from kb.page import parse_page
-from kb.repo import Repo
+from kb.repo import Repo, diff_trees
 from kb.scopes import PAGE_FOLDERS, folder_for_scope, user_of
 from pipeline.backend import branch_backend
 from pipeline.records import parse_trailers
@@ -113,7 +113,7 @@ def trailers_for(evidence_ids: tuple[str, ...], base: str, proposer: AgentIdenti
 def branch_diff(workspace: Workspace, base: str) -> str:
     """The change on the branch so far, against ``base``, as a unified diff."""
     git = workspace.repo.git
-    return git.diff(git[base].peel(pygit2.Commit).tree, workspace.head().tree, context_lines=3).patch or ""
+    return diff_trees(git[base].peel(pygit2.Commit).tree, workspace.head().tree).patch or ""
 
 
 def _drop_branch(repo: Repo, branch: str) -> None:
@@ -154,7 +154,7 @@ def propose(
     evidence_ids = tuple(e.id for e in entries)
     message = f"Propose knowledge from {len(entries)} evidence item(s)\n\n{outcome.claims} new claim(s), {outcome.closed} closed."
     changed = sorted(
-        {d.new_file.path for d in repo.git.diff(head.tree, workspace.head().tree).deltas} | set(workspace.view.dirty_paths(PAGE_FOLDERS))
+        {d.new_file.path for d in diff_trees(head.tree, workspace.head().tree).deltas} | set(workspace.view.dirty_paths(PAGE_FOLDERS))
     )
     commit = workspace.commit(message, trailers_for(evidence_ids, str(head.id), proposer.identity, 1), allow_empty=bool(changed))
     if commit is None:

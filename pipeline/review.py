@@ -17,7 +17,7 @@ from agents.schemas import Comment, VerdictName
 from ci.gate import GateReport, run_gate
 from kb.clock import iso_utc
 from kb.errors import ConflictError, KbError
-from kb.repo import Repo
+from kb.repo import Repo, diff_trees
 from kb.scopes import PAGE_FOLDERS, folder_for_scope, scope_for_path
 from pipeline.backend import branch_backend
 from pipeline.records import ReviewRecord, add_review, proposal_info
@@ -58,7 +58,7 @@ def review_task(
     repo: Repo, branch: str, base: pygit2.Commit, head: pygit2.Commit, gate: GateReport, evidence_ids: tuple[str, ...]
 ) -> ReviewTask:
     """What the Reviewer gets: the diff, the gate's findings and each changed page before and after."""
-    diff = repo.git.diff(base.tree, head.tree, context_lines=3)
+    diff = diff_trees(base.tree, head.tree)
     changed = tuple(sorted({p for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}))
 
     def text_at(commit: pygit2.Commit, path: str) -> str | None:

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from kb.clock import compact_utc
 from kb.repo import Repo, atomic_write
 
 
 def new_run_dir(repo: Repo, kind: str) -> Path:
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = compact_utc(micro=True)
     path = repo.state_dir / "runs" / f"{stamp}-{kind}-{os.getpid()}"
     path.mkdir(parents=True, exist_ok=True)
     return path

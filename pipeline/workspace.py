@@ -7,7 +7,6 @@ Evidence, config, CI files, paths with ``..``, absolute paths and symlinks are r
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import shutil
 from dataclasses import dataclass
@@ -15,13 +14,15 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 
+from kb.clock import today_utc
 from kb.errors import ConflictError, FormatError, NotFoundError, PathError
 from kb.page import page_id_for_path, parse_page, render_page
 from kb.repo import Repo, atomic_write
+from kb.scopes import PAGE_FOLDERS
 
 BRANCH_PREFIX = "kb/"
 WORKTREES = "worktrees"
-WRITABLE = ("knowledge/", "users/")
+WRITABLE = PAGE_FOLDERS
 SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -117,15 +118,12 @@ class Workspace:
         page = parse_page(file.read_text(encoding="utf-8"), rel)
         meta = dict(page.meta)
         meta["status"] = "deprecated"
-        meta["valid_to"] = today or dt.date.today().isoformat()
+        meta["valid_to"] = today or today_utc()
         if superseded_by:
             meta["superseded_by"] = sorted(set(meta.get("superseded_by") or []) | {superseded_by})
         body = page.body.rstrip("\n") + f"\n\n> Deprecated: {reason.strip()}\n"
         atomic_write(file, render_page(meta, body).encode("utf-8"))
         return f"deprecated {rel}"
-
-    def changed_paths(self, base: pygit2.Commit) -> list[str]:
-        return Repo(self.root).changed_since(base)
 
     def commit(self, message: str, trailers: dict[str, str] | None = None, allow_empty: bool = False) -> str | None:
         """Commit every change under the writable folders; None when nothing changed (unless

@@ -1,20 +1,67 @@
-"""Shared fixtures: a CLI runner that goes through kb's real entry point and error handler."""
+"""Shared test environment and fixtures.
+
+The environment is pinned when this file is imported, before any test makes a repository:
+
+- git identity: commits made by tests carry ``GIT_IDENTITY``, whatever the machine's git
+  configuration says. kb commits through pygit2, and libgit2 reads neither ``GIT_AUTHOR_*`` nor
+  ``GIT_CONFIG_GLOBAL``: its default signature comes from ``user.name``/``user.email`` in the
+  configuration files it finds on its search path. So the search path of every configuration
+  level points at one temporary folder whose ``.gitconfig`` holds the pinned identity and nothing
+  else, and the ``git`` binary (run by a few tests) gets the same identity from ``GIT_AUTHOR_*``,
+  ``GIT_COMMITTER_*`` and the same file as ``GIT_CONFIG_GLOBAL``, with ``GIT_CONFIG_NOSYSTEM``.
+- litellm reads its bundled model-cost map instead of fetching one.
+
+The one ``cli`` fixture runs ``kb`` in-process through its real entry point and error handler.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pygit2
 import pytest
+from pygit2.enums import ConfigLevel
 
 from kb.cli.app import main
 
+GIT_IDENTITY = ("kb tests", "kb-tests@example.invalid")
+
+
+def _pin_git_environment() -> Path:
+    home = Path(tempfile.mkdtemp(prefix="kb-tests-git-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)
+    config = home / ".gitconfig"
+    name, email = GIT_IDENTITY
+    config.write_text(f"[user]\n\tname = {name}\n\temail = {email}\n", encoding="utf-8")
+    os.environ.update(
+        {
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+            "GIT_CONFIG_GLOBAL": str(config),
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+    )
+    # libgit2 looks for <folder>/.gitconfig (global), <folder>/config (XDG, ProgramData) and
+    # <folder>/gitconfig (system): only the first exists.
+    for level in (ConfigLevel.GLOBAL, ConfigLevel.XDG, ConfigLevel.SYSTEM, ConfigLevel.PROGRAMDATA):
+        pygit2.settings.search_path[level] = str(home)
+    return home
+
+
+GIT_HOME = _pin_git_environment()
+pytest.register_assert_rewrite("tests.kb.cli.helpers")  # its assertions explain their failures
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-@dataclass
+@dataclass(frozen=True)
 class CliResult:
     code: int
     out: str
@@ -23,6 +70,9 @@ class CliResult:
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
+    """Run ``kb *args`` in-process; ``cwd`` changes the working directory for this and later calls."""
+    monkeypatch.delenv("KB_REPO", raising=False)
+
     def run(*args: str, cwd: Path | None = None) -> CliResult:
         if cwd is not None:
             monkeypatch.chdir(cwd)

@@ -13,21 +13,17 @@ from dataclasses import dataclass
 
 from agents.backend import WriteBackend
 from agents.offline.extractive import (
-    GENERATED_TAG,
     SENTENCE_RE,
-    Entry,
-    MemoryPage,
+    Attribute,
     Statement,
     _terminated,
     attribute_of,
     citation_line,
     conversation_statements,
-    is_generated,
     label_for,
-    load_memory_page,
-    render_memory_page,
     topic_of,
 )
+from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
 from kb.markdown import slugify
@@ -37,7 +33,6 @@ from kb.tokens import count_tokens
 
 IDENTITY = {"name", "home", "address", "work", "phone", "email"}
 PREFERENCES = {"seat", "diet"}
-PEOPLE = {"manager", "partner", "child"}
 ATTRIBUTE_LABELS = {
     "name": "name",
     "home": "home city",
@@ -112,7 +107,7 @@ def new_index(folder: str, title: str, summary: str, scope: str) -> str:
 
 def document_page(item: EvidenceItem, path: str, existing: str | None) -> tuple[str, int]:
     lines = item.text.splitlines()
-    title = next((l[2:].strip() for l in lines if l.startswith("# ")), "") or item.source or item.id
+    title = next((line[2:].strip() for line in lines if line.startswith("# ")), "") or item.source or item.id
     memory = (
         load_memory_page(existing, path)
         if existing
@@ -157,7 +152,7 @@ def plan_documents(items: list[EvidenceItem], read: ReadPage) -> Plan:
     index_path = "knowledge/index.md"
     index_text = read(index_path) or new_index("knowledge", "Knowledge", "Entry page of the shared knowledge.", "system")
     for item in items:
-        title = next((l[2:].strip() for l in item.text.splitlines() if l.startswith("# ")), "") or item.source
+        title = next((line[2:].strip() for line in item.text.splitlines() if line.startswith("# ")), "") or item.source
         slug = slugify(re.sub(r"\.\w+$", "", title))[:60].strip("-") or item.id
         path = f"knowledge/{slug}.md"
         existing = writes.get(path) or read(path)
@@ -189,149 +184,177 @@ def plan_user_memory(
 ) -> Plan:
     """Profile, topic pages and timeline of ``users/<user>/`` updated with ``items`` (date order)."""
     name = name or display_name(user)
-    folder = f"users/{user}"
-    scope = f"user:{user}"
-    pages: dict[str, MemoryPage] = {}
-
-    def page(slug: str, title: str, kind: str) -> MemoryPage:
-        path = f"{folder}/{slug}.md"
-        if path not in pages:
-            text = read(path)
-            if text is not None and is_generated(text, path):
-                pages[path] = load_memory_page(text, path)
-            elif text is not None:
-                return page(f"{slug}-memory", title, kind)
-            else:
-                pages[path] = MemoryPage(path, title, kind, scope)
-        return pages[path]
-
-    claims = closed = 0
-    vehicles: list[str] = []
-    existing_vehicles = read(f"{folder}/vehicles.md")
-    if existing_vehicles and is_generated(existing_vehicles, f"{folder}/vehicles.md"):
-        vehicles.extend(
-            str(f.get("value"))
-            for f in load_memory_page(existing_vehicles, f"{folder}/vehicles.md").facts
-            if str(f.get("key", "")).startswith("vehicle:")
-        )
+    draft = _MemoryDraft(user, name, read)
     user_speakers = {"user", "human", user, name, name.split()[0]} | (speakers or set())
-    for item in sorted(items, key=lambda i: (i.date, i.id)):
-        if item.kind not in ("conversation", "trajectory"):
-            continue
+    conversations = [i for i in sorted(items, key=lambda i: (i.date, i.id)) if i.kind in ("conversation", "trajectory")]
+    for item in conversations:
         for st in conversation_statements(item, user_speakers, name):
-            label = label_for(st)
-            if st.by_user and INSTRUCTION_RE.search(st.quote):
-                profile = page("profile", f"{name}'s profile", "profile")
-                if not profile.has_label(label):
-                    # who gave it and when stay with it; newest first, so the latest valid
-                    # instruction reads before the ones it may reverse
-                    entry = Entry(f'Instruction from {st.speaker}: "{st.quote}"[^{label}] _(given {st.date})_', label, citation_line(st))
-                    profile.sections.setdefault("Instructions", []).insert(0, entry)
-                    profile.facts.append(
-                        {
-                            "key": "instruction",
-                            "value": st.quote,
-                            "about": name,
-                            "relation": "instruction",
-                            "learned": f"given by {st.speaker} on {st.date}",
-                            "valid_from": st.date,
-                            "source": f"{st.evidence_id}#L{st.start}",
-                            "label": label,
-                        }
-                    )
-                    profile.sources.add(st.evidence_id)
-                    claims += 1
-                continue
-            attr = attribute_of(st)
-            if attr is not None:
-                profile = page("profile", f"{name}'s profile", "profile")
-                if profile.has_label(label):
-                    continue
-                section = _profile_section(attr.key)
-                current = [f for f in profile.facts if f.get("key") == attr.key and not f.get("valid_to")]
-                if any(str(f.get("value", "")).lower() == attr.value.lower() for f in current):
-                    continue
-                for fact in current:
-                    fact["valid_to"] = st.date
-                    closed += 1
-                    _close_entry(profile, str(fact.get("label", "")), st.date)
-                relation = "self" if attr.key.split(":")[0] in IDENTITY | PREFERENCES else attr.key.split(":")[0]
-                profile.facts.append(
-                    {
-                        "key": attr.key,
-                        "value": attr.value,
-                        "about": name if relation == "self" else attr.value,
-                        "relation": relation,
-                        "learned": f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}",
-                        "valid_from": st.date,
-                        "valid_to": None,
-                        "source": f"{st.evidence_id}#L{st.start}",
-                        "label": label,
-                    }
-                )
-                profile.sections.setdefault(section, []).append(_entry(st))
-                profile.sources.add(st.evidence_id)
-                claims += 1
-                continue
-            vehicle = vehicle_of(st.quote, vehicles)
-            if vehicle is not None:
-                slug, title = "vehicles", vehicle
+            draft.add(st)
+    if conversations:
+        draft.profile()  # every user has a profile, even an empty one
+    return Plan(draft.writes(), draft.claims, draft.closed, tuple(i.id for i in items))
+
+
+class _MemoryDraft:
+    """The pages of one user's memory while a plan fills them: each loaded on first use (a
+    hand-written page at the same path is left alone: the draft writes ``<slug>-memory``)."""
+
+    def __init__(self, user: str, name: str, read: ReadPage) -> None:
+        self.folder = f"users/{user}"
+        self.scope = f"user:{user}"
+        self.name = name
+        self.read = read
+        self.pages: dict[str, MemoryPage] = {}
+        self.claims = 0
+        self.closed = 0
+        self.vehicles = self._known_vehicles()
+
+    def _known_vehicles(self) -> list[str]:
+        path = f"{self.folder}/vehicles.md"
+        text = self.read(path)
+        if not text or not is_generated(text, path):
+            return []
+        return [str(f.get("value")) for f in load_memory_page(text, path).facts if str(f.get("key", "")).startswith("vehicle:")]
+
+    def page(self, slug: str, title: str, kind: str) -> MemoryPage:
+        path = f"{self.folder}/{slug}.md"
+        if path not in self.pages:
+            text = self.read(path)
+            if text is not None and is_generated(text, path):
+                self.pages[path] = load_memory_page(text, path)
+            elif text is not None:
+                return self.page(f"{slug}-memory", title, kind)
             else:
-                slug, title = topic_of(st)
-            topic = page(
-                slug,
-                f"{name}: {'cars and other vehicles' if slug == 'vehicles' else title.lower()}"
-                if slug != "notes"
-                else f"{name}: other facts",
-                "topic",
+                self.pages[path] = MemoryPage(path, title, kind, self.scope)
+        return self.pages[path]
+
+    def profile(self) -> MemoryPage:
+        return self.page("profile", f"{self.name}'s profile", "profile")
+
+    def add(self, st: Statement) -> None:
+        """File one statement: an instruction or an attribute on the profile, anything else on a topic page."""
+        if st.by_user and INSTRUCTION_RE.search(st.quote):
+            self._add_instruction(st)
+            return
+        attr = attribute_of(st)
+        if attr is not None:
+            self._add_attribute(st, attr)
+        else:
+            self._add_topic(st)
+
+    def _add_instruction(self, st: Statement) -> None:
+        label = label_for(st)
+        profile = self.profile()
+        if profile.has_label(label):
+            return
+        # who gave it and when stay with it; newest first, so the latest valid
+        # instruction reads before the ones it may reverse
+        entry = Entry(f'Instruction from {st.speaker}: "{st.quote}"[^{label}] _(given {st.date})_', label, citation_line(st))
+        profile.sections.setdefault("Instructions", []).insert(0, entry)
+        profile.facts.append(
+            {
+                "key": "instruction",
+                "value": st.quote,
+                "about": self.name,
+                "relation": "instruction",
+                "learned": f"given by {st.speaker} on {st.date}",
+                "valid_from": st.date,
+                "source": f"{st.evidence_id}#L{st.start}",
+                "label": label,
+            }
+        )
+        profile.sources.add(st.evidence_id)
+        self.claims += 1
+
+    def _add_attribute(self, st: Statement, attr: Attribute) -> None:
+        """A new value of an attribute; it closes the values it replaces."""
+        label = label_for(st)
+        profile = self.profile()
+        if profile.has_label(label):
+            return
+        current = [f for f in profile.facts if f.get("key") == attr.key and not f.get("valid_to")]
+        if any(str(f.get("value", "")).lower() == attr.value.lower() for f in current):
+            return
+        for fact in current:
+            fact["valid_to"] = st.date
+            self.closed += 1
+            _close_entry(profile, str(fact.get("label", "")), st.date)
+        relation = "self" if attr.key.split(":")[0] in IDENTITY | PREFERENCES else attr.key.split(":")[0]
+        profile.facts.append(
+            {
+                "key": attr.key,
+                "value": attr.value,
+                "about": self.name if relation == "self" else attr.value,
+                "relation": relation,
+                "learned": f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}",
+                "valid_from": st.date,
+                "valid_to": None,
+                "source": f"{st.evidence_id}#L{st.start}",
+                "label": label,
+            }
+        )
+        profile.sections.setdefault(_profile_section(attr.key), []).append(_entry(st))
+        profile.sources.add(st.evidence_id)
+        self.claims += 1
+
+    def _add_topic(self, st: Statement) -> None:
+        """A statement on its topic page (vehicles get their own), and on the timeline if it is a dated event."""
+        vehicle = vehicle_of(st.quote, self.vehicles)
+        slug, title = ("vehicles", vehicle) if vehicle is not None else topic_of(st)
+        if slug == "notes":
+            page_title = f"{self.name}: other facts"
+        else:
+            page_title = f"{self.name}: {'cars and other vehicles' if slug == 'vehicles' else title.lower()}"
+        topic = self.page(slug, page_title, "topic")
+        label = label_for(st)
+        if topic.has_label(label):
+            return
+        if vehicle is not None and not any(f.get("key") == f"vehicle:{slugify(vehicle)}" for f in topic.facts):
+            topic.facts.append(
+                {
+                    "key": f"vehicle:{slugify(vehicle)}",
+                    "value": vehicle,
+                    "about": vehicle,
+                    "relation": f"{self.name}'s vehicle",
+                    "learned": f"first mentioned by {st.speaker} on {st.date}",
+                    "valid_from": st.date,
+                    "source": f"{st.evidence_id}#L{st.start}",
+                }
             )
-            if topic.has_label(label):
-                continue
-            if vehicle is not None and not any(f.get("key") == f"vehicle:{slugify(vehicle)}" for f in topic.facts):
-                topic.facts.append(
-                    {
-                        "key": f"vehicle:{slugify(vehicle)}",
-                        "value": vehicle,
-                        "about": vehicle,
-                        "relation": f"{name}'s vehicle",
-                        "learned": f"first mentioned by {st.speaker} on {st.date}",
-                        "valid_from": st.date,
-                        "source": f"{st.evidence_id}#L{st.start}",
-                    }
-                )
-            topic.sections.setdefault(title, []).append(_entry(st))
-            topic.sources.add(st.evidence_id)
-            claims += 1
-            if st.date and (
-                re.search(
-                    r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next)\b",
-                    st.quote,
-                    re.I,
-                )
-            ):
-                timeline = page("timeline", f"{name}'s timeline", "timeline")
-                if not timeline.has_label(label):
-                    timeline.sections.setdefault(st.date, []).append(_entry(st))
-                    timeline.sources.add(st.evidence_id)
-    if any(i.kind in ("conversation", "trajectory") for i in items):
-        page("profile", f"{name}'s profile", "profile")  # every user has a profile, even an empty one
-    writes: dict[str, str] = {}
-    index_path = f"{folder}/index.md"
-    index_text = read(index_path) or new_index(folder, f"{name}'s memory", f"What {name} has told us, with sources.", scope)
-    for path, memory in sorted(pages.items()):
-        if memory.type == "timeline":
-            memory.sections = dict(sorted(memory.sections.items(), reverse=True))
-        summary = _page_summary(memory, name)
-        writes[path] = render_memory_page(memory, summary)
-        index_text = upsert_index_entry(index_text, index_path, page_id_for_path(path), summary)
-    if pages:
-        writes[index_path] = index_text
-    return Plan(writes, claims, closed, tuple(i.id for i in items))
+        topic.sections.setdefault(title, []).append(_entry(st))
+        topic.sources.add(st.evidence_id)
+        self.claims += 1
+        if st.date and TIMELINE_RE.search(st.quote):
+            timeline = self.page("timeline", f"{self.name}'s timeline", "timeline")
+            if not timeline.has_label(label):
+                timeline.sections.setdefault(st.date, []).append(_entry(st))
+                timeline.sources.add(st.evidence_id)
+
+    def writes(self) -> dict[str, str]:
+        """Every touched page rendered, and the folder index listing them."""
+        writes: dict[str, str] = {}
+        index_path = f"{self.folder}/index.md"
+        index_text = self.read(index_path) or new_index(
+            self.folder, f"{self.name}'s memory", f"What {self.name} has told us, with sources.", self.scope
+        )
+        for path, memory in sorted(self.pages.items()):
+            if memory.type == "timeline":
+                memory.sections = dict(sorted(memory.sections.items(), reverse=True))
+            summary = _page_summary(memory, self.name)
+            writes[path] = render_memory_page(memory, summary)
+            index_text = upsert_index_entry(index_text, index_path, page_id_for_path(path), summary)
+        if self.pages:
+            writes[index_path] = index_text
+        return writes
 
 
 INSTRUCTION_RE = re.compile(
     r"^(?:(?:ok|okay|also|and|so|actually),?\s+)?(?:please\b|always\b|never\b|don't\b|do not\b|make sure\b|from now on\b|i want you to\b|remember to\b)|\bfrom now on\b",
     re.I,
+)
+# A dated statement that reads as an event or a plan goes on the timeline too.
+TIMELINE_RE = re.compile(
+    r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next)\b", re.I
 )
 VEHICLE_RE = re.compile(r"\b((?:19|20)\d{2}) ([A-Z][a-zA-Z]+(?:-[A-Z][a-z]+)?) ([A-Z0-9][\w-]*(?: [0-9A-Z][\w-]*)?)")
 

@@ -78,7 +78,7 @@ class OfflineReviewer:
 
     identity = OFFLINE_REVIEWER
 
-    def review(self, task: ReviewTask, backend: ReadBackend) -> ReviewOutcome:
+    def review(self, task: ReviewTask, backend: ReadBackend) -> ReviewOutcome:  # noqa: ARG002  # the protocol's; the task holds all it reads
         comments = [Comment(path=f.path, line=f.line, message=f"[{f.rule}] {f.message}", kind="gate") for f in task.gate_findings]
         pages = [p for p in task.changed_files if p.endswith(".md") and p.startswith(PAGE_FOLDERS)]
         after_pages = {p: _page(task.after.get(p), p) for p in pages}

@@ -95,7 +95,7 @@ def check_against_base(snapshot: Snapshot, base: pygit2.Commit, repo_git: pygit2
 
 
 def _first_diff_line(a: bytes, b: bytes) -> int:
-    for n, (x, y) in enumerate(zip(a.splitlines(), b.splitlines()), 1):
+    for n, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), 1):
         if x != y:
             return n
     return min(len(a.splitlines()), len(b.splitlines())) + 1

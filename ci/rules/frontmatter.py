@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ci.findings import Finding
@@ -22,41 +23,79 @@ def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
-def _type_problem(key: str, value: Any) -> str | None:
-    if key in ("id", "title", "summary", "scope"):
-        if not isinstance(value, str) or not value.strip():
-            return f"`{key}` must be a non-empty string (got {value!r}; quote values YAML reads as other types)"
-        if key == "summary" and "\n" in value.strip():
-            return "`summary` (L0) must be one line"
-    elif key == "type":
-        if value not in PAGE_TYPES:
-            return f"`type` must be one of {', '.join(PAGE_TYPES)} (got {value!r})"
-    elif key == "status":
-        if value not in STATUSES:
-            return f"`status` must be one of {', '.join(STATUSES)} (got {value!r})"
-    elif key in ("valid_from", "valid_to"):
-        if value is not None and not (isinstance(value, str) and DATE_RE.match(value)):
-            return f"`{key}` must be an ISO date like 2025-01-10 or empty (got {value!r})"
-    elif key in ("supersedes", "superseded_by", "tags"):
-        if not _is_str_list(value):
-            return f"`{key}` must be a list of strings (got {value!r})"
-    elif key == "sources":
-        if not _is_str_list(value) or not all(is_evidence_id(v) for v in value):
-            return f"`sources` must be a list of evidence ids like ev-9f2c4e1ab07d3c55 (got {value!r})"
-    elif key == "verified":
-        if value is not None and not (
-            isinstance(value, dict)
-            and isinstance(value.get("at"), str)
-            and isinstance(value.get("by"), str)
-            and isinstance(value.get("claims", 0), int)
-            and isinstance(value.get("supported", 0), int)
-            and set(value) <= {"at", "by", "claims", "supported"}
-        ):
-            return "`verified` must be {at: <datetime>, by: <model>, claims: <int>, supported: <int>} or empty"
-    elif key == "facts":
-        if not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
-            return "`facts` must be a list of mappings"
+def _text_problem(key: str, value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return f"`{key}` must be a non-empty string (got {value!r}; quote values YAML reads as other types)"
+    if key == "summary" and "\n" in value.strip():
+        return "`summary` (L0) must be one line"
     return None
+
+
+def _type_field_problem(_key: str, value: Any) -> str | None:
+    return None if value in PAGE_TYPES else f"`type` must be one of {', '.join(PAGE_TYPES)} (got {value!r})"
+
+
+def _status_problem(_key: str, value: Any) -> str | None:
+    return None if value in STATUSES else f"`status` must be one of {', '.join(STATUSES)} (got {value!r})"
+
+
+def _date_problem(key: str, value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and DATE_RE.match(value)):
+        return None
+    return f"`{key}` must be an ISO date like 2025-01-10 or empty (got {value!r})"
+
+
+def _str_list_problem(key: str, value: Any) -> str | None:
+    return None if _is_str_list(value) else f"`{key}` must be a list of strings (got {value!r})"
+
+
+def _sources_problem(_key: str, value: Any) -> str | None:
+    if _is_str_list(value) and all(is_evidence_id(v) for v in value):
+        return None
+    return f"`sources` must be a list of evidence ids like ev-9f2c4e1ab07d3c55 (got {value!r})"
+
+
+def _verified_problem(_key: str, value: Any) -> str | None:
+    if value is None or (
+        isinstance(value, dict)
+        and isinstance(value.get("at"), str)
+        and isinstance(value.get("by"), str)
+        and isinstance(value.get("claims", 0), int)
+        and isinstance(value.get("supported", 0), int)
+        and set(value) <= {"at", "by", "claims", "supported"}
+    ):
+        return None
+    return "`verified` must be {at: <datetime>, by: <model>, claims: <int>, supported: <int>} or empty"
+
+
+def _facts_problem(_key: str, value: Any) -> str | None:
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return None
+    return "`facts` must be a list of mappings"
+
+
+# The type rule of each field that has one: (key, value) -> the problem, or None.
+TYPE_RULES: dict[str, Callable[[str, Any], str | None]] = {
+    "id": _text_problem,
+    "title": _text_problem,
+    "summary": _text_problem,
+    "scope": _text_problem,
+    "type": _type_field_problem,
+    "status": _status_problem,
+    "valid_from": _date_problem,
+    "valid_to": _date_problem,
+    "supersedes": _str_list_problem,
+    "superseded_by": _str_list_problem,
+    "tags": _str_list_problem,
+    "sources": _sources_problem,
+    "verified": _verified_problem,
+    "facts": _facts_problem,
+}
+
+
+def _type_problem(key: str, value: Any) -> str | None:
+    rule = TYPE_RULES.get(key)
+    return rule(key, value) if rule is not None else None
 
 
 def check_page(page: Page) -> list[Finding]:

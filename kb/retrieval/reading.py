@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.errors import FormatError, NotFoundError, UsageError
 from kb.page import OVERVIEW_HEADING, Page, page_id_for_path, parse_page
 from kb.repo import Repo
 from kb.scopes import SYSTEM, can_read, parse_principal, readable_folders, scope_for_path
 from kb.tokens import count_tokens
+
+if TYPE_CHECKING:
+    import pygit2
 
 LEVELS = ("L0", "L1", "L2")
 DEFAULT_MAX_TOKENS = 1000
@@ -84,7 +87,7 @@ class GrepResult:
 # ---- locating pages -----------------------------------------------------------------------
 
 
-def _commit(repo: Repo, commit: str | None) -> Any:
+def _commit(repo: Repo, commit: str | None) -> pygit2.Commit:
     target = repo.resolve(commit) if commit else repo.head()
     if target is None:
         raise NotFoundError("the repository has no commits yet")

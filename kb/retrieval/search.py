@@ -18,7 +18,7 @@ import zipfile
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.errors import IndexMissingError, UsageError
 from kb.repo import Repo
@@ -26,6 +26,17 @@ from kb.retrieval.chunking import EVIDENCE, PAGE
 from kb.retrieval.embedder import Embedder, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, Manifest, load_manifest
 from kb.scopes import SYSTEM, parse_principal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import faiss
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from kb.retrieval.build import Progress
+    from kb.retrieval.embedder import Vectors
+
 
 MODES = ("hybrid", "bm25", "dense")
 # Query-time weights of the BM25F fields: tuned on SciFact and CMRC 2018 (docs/retrieval.md).
@@ -128,10 +139,10 @@ class Candidates:
 class _Filter:
     """One principal/namespace/date/status combination, resolved to rows."""
 
-    mask: Any  # bool per row
+    mask: NDArray[np.bool_]  # per row
     count: int
-    faiss_params: Any
-    bits: Any  # the bitmap behind the FAISS selector: must live as long as it
+    faiss_params: faiss.SearchParameters
+    bits: NDArray[np.uint8]  # the bitmap behind the FAISS selector: must live as long as it
     whoosh: set[int] | None = None  # Whoosh document numbers, built on first use
     whoosh_ready: bool = False
 
@@ -189,7 +200,7 @@ class Searcher:
             raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
         self._faiss = self._make_faiss(vectors)
         self._doc_arrays()
-        self._filter_cache: dict[tuple[Any, ...], _Filter] = {}
+        self._filter_cache: dict[tuple[str, tuple[str, ...], int | None, bool], _Filter] = {}
 
     # ---- loading -------------------------------------------------------------------------
 
@@ -203,7 +214,7 @@ class Searcher:
             raise OSError(str(exc)) from None
         self._searcher = self._ix.searcher()
 
-    def _make_faiss(self, vectors: Any) -> Any:
+    def _make_faiss(self, vectors: Vectors) -> faiss.IndexFlatIP:
         import faiss
 
         faiss.omp_set_num_threads(1)  # measured: flat search is slower on 2 threads here (NOTES.md)
@@ -246,7 +257,8 @@ class Searcher:
             doc_ok &= (self.doc_from <= query.at) & (self.doc_to >= query.at)
         mask = doc_ok[self.row_doc] if len(self.row_doc) else np.zeros(0, dtype=bool)
         bits = np.packbits(mask, bitorder="little")
-        params = faiss.SearchParameters(sel=faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits)))
+        params = faiss.SearchParameters()
+        params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))  # faiss keeps a reference to the selector
         if len(self._filter_cache) > 32:
             self._filter_cache.clear()
         entry = self._filter_cache[key] = _Filter(mask, int(mask.sum()), params, bits)
@@ -291,18 +303,18 @@ class Searcher:
             out.scores.append(float(score))
         return out
 
-    def _dense(self, vector: Any, rows: _Filter, limit: int) -> Candidates:
+    def _dense(self, vector: Vectors | None, rows: _Filter, limit: int) -> Candidates:
         out = Candidates()
         if rows.count == 0 or vector is None:
             return out
         scores, found = self._faiss.search(vector.reshape(1, -1), min(limit, rows.count), params=rows.faiss_params)
-        for score, row in zip(scores[0], found[0]):
+        for score, row in zip(scores[0], found[0], strict=True):
             if row >= 0:
                 out.rows.append(int(row))
                 out.scores.append(float(score))
         return out
 
-    def embed_query(self, text: str) -> Any:
+    def embed_query(self, text: str) -> Vectors:
         import numpy as np
 
         if self.embedder is None:
@@ -318,7 +330,7 @@ class Searcher:
             hits += self._search_namespace(EVIDENCE, query, vector)
         return hits
 
-    def rank(self, query: Query, namespace: str = PAGE, vector: Any = None) -> dict[str, Candidates]:
+    def rank(self, query: Query, namespace: str = PAGE, vector: Vectors | None = None) -> dict[str, Candidates]:
         """Each retriever's filtered chunk candidates (used by search and by evaluation)."""
         rows = self._filter(namespace, query)
         out: dict[str, Candidates] = {}
@@ -328,7 +340,7 @@ class Searcher:
             out["dense"] = self._dense(vector, rows, self.candidates)
         return out
 
-    def _search_namespace(self, namespace: str, query: Query, vector: Any) -> list[Hit]:
+    def _search_namespace(self, namespace: str, query: Query, vector: Vectors | None) -> list[Hit]:
         lists = self.rank(query, namespace, vector)
         group = self.page_of if namespace == PAGE else self.chunk_key
         return self._fuse(lists, group, query.k, namespace)
@@ -340,7 +352,7 @@ class Searcher:
         return f"{row:09d}"
 
     def fuse_keys(
-        self, lists: dict[str, Candidates], group: Any
+        self, lists: dict[str, Candidates], group: Callable[[int], str]
     ) -> tuple[list[str], dict[str, dict[str, int]], dict[str, dict[str, float]], dict[str, int]]:
         """Fused order of group keys, their per-retriever ranks and scores, and best rows."""
         ranked: dict[str, list[str]] = {}
@@ -349,7 +361,7 @@ class Searcher:
         chunk_rrf: dict[int, float] = {}
         for name, cand in lists.items():
             order: list[str] = []
-            for chunk_rank, (row, score) in enumerate(zip(cand.rows, cand.scores), 1):
+            for chunk_rank, (row, score) in enumerate(zip(cand.rows, cand.scores, strict=True), 1):
                 chunk_rrf[row] = chunk_rrf.get(row, 0.0) + self.rrf_weights.get(name, 1.0) / (self.rrf_k + chunk_rank)
                 key = group(row)
                 if key not in ranks.setdefault(name, {}):
@@ -372,7 +384,7 @@ class Searcher:
         """Fused hits one per chunk (not one per page): several sections of a page may rank."""
         return self._fuse(lists, self.chunk_key, k, namespace)
 
-    def _fuse(self, lists: dict[str, Candidates], group: Any, k: int, namespace: str) -> list[Hit]:
+    def _fuse(self, lists: dict[str, Candidates], group: Callable[[int], str], k: int, namespace: str) -> list[Hit]:
         order, ranks, scores, best = self.fuse_keys(lists, group)
         single = next(iter(lists)) if len(lists) == 1 else None
         hits = []
@@ -419,7 +431,7 @@ def _load(folder: str, embedder_name: str, candidates: int, rrf_k: int) -> Searc
     return Searcher(Path(folder), make_embedder(embedder_name), candidates, rrf_k)
 
 
-def open_searcher(repo: Repo, commit: str | None = None, progress: Any = None) -> Searcher:
+def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | None = None) -> Searcher:
     """The searcher for the serving version (cached per version folder in this process).
 
     With ``commit``, the searcher for that commit: the serving version when it serves it, else a

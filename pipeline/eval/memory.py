@@ -66,6 +66,8 @@ def turn_map(repo: Repo) -> dict[str, dict[int, str]]:
     """evidence id -> {line number: LoCoMo turn id} from the stored conversation lines."""
     head = repo.head()
     out: dict[str, dict[int, str]] = {}
+    if head is None:
+        return out
     for entry in ledger_at(repo, head):
         lines = (repo.read_at(head, entry.path) or b"").decode("utf-8").splitlines()
         out[entry.id] = {n: m.group(1) for n, line in enumerate(lines, 1) if (m := TURN_RE.match(line))}
@@ -73,7 +75,7 @@ def turn_map(repo: Repo) -> dict[str, dict[int, str]]:
 
 
 def turns_of(item: ContextItem, turns: dict[str, dict[int, str]]) -> set[str]:
-    found = set()
+    found: set[str] = set()
     for cite in item.cites:
         ev, _, span = cite.partition("#")
         m = re.match(r"L(\d+)-L(\d+)", span)
@@ -101,7 +103,7 @@ def ingest_locomo(repo: Repo, path: Path, limit: int | None) -> tuple[list[dict[
             user = slug(f"{sample.get('sample_id', 'conv')}-{speaker}")
             result = ingest(repo, user, [path], sample=str(sample.get("sample_id")), speaker=speaker, build_index=False)
             sessions += result.sessions
-            if result.run is not None and result.run.status != "merged":
+            if result.run is not None and result.run.merge is None:
                 raise UsageError(f"memory for {user} was not merged: {result.run.reason}")
     seconds = time.perf_counter() - start
     return samples, {

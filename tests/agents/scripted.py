@@ -94,10 +94,10 @@ class ScriptedLLM(CustomLLM):
         return len(self.turns.get(_short(model), []))
 
     # litellm calls both with keyword arguments only (see CustomLLM for the full list).
-    def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> ModelResponse:
+    def completion(self, model: str, messages: list[Any], *_args: Any, **kwargs: Any) -> ModelResponse:
         return self._reply(model, messages, kwargs.get("optional_params") or {})
 
-    async def acompletion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> ModelResponse:
+    async def acompletion(self, model: str, messages: list[Any], *_args: Any, **kwargs: Any) -> ModelResponse:
         return self._reply(model, messages, kwargs.get("optional_params") or {})
 
     def _reply(self, model: str, messages: list[Any], optional_params: dict[str, Any]) -> ModelResponse:

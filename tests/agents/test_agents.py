@@ -15,8 +15,9 @@ from agents.reviewer import review_with_model
 from agents.schemas import Comment, Submission, Verdict
 from kb.config import ModelRole
 from kb.errors import UsageError
-from tests.agents.conftest import EVIDENCE_ID, FakeBackend
+from tests.agents.fakes import EVIDENCE_ID, FakeBackend
 from tests.agents.scripted import Call, ScriptedLLM, TurnSpec
+from tests.builders import page_text
 
 Install = Callable[[Mapping[str, Sequence[TurnSpec]]], ScriptedLLM]
 
@@ -63,7 +64,7 @@ def review_task() -> ReviewTask:
 
 
 def test_the_proposer_writes_through_tools_and_submits(scripted: Install, backend: FakeBackend) -> None:
-    page = "---\nid: users/alice/diet\n---\n# Diet\n\n- Vegetarian.[^1]\n"
+    page = page_text("users/alice/diet", "Diet", "Alice is vegetarian.", "user:alice", "# Diet\n\n- Vegetarian.[^1]\n")
     handler = scripted(
         {
             "proposer": [

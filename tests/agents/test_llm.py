@@ -6,7 +6,6 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -23,6 +22,7 @@ from agents.llm import (
 from kb.config import ModelRole
 from kb.errors import ModelError
 from tests.agents.scripted import Call, ScriptedLLM, Turn
+from tests.builders import ROOT
 
 litellm = load_litellm()
 
@@ -241,5 +241,5 @@ def test_settings_refuse_keys_and_reserved_options(settings: dict[str, object]) 
 
 def test_importing_the_adapter_does_not_import_litellm() -> None:
     code = "import sys, agents.llm, agents.family; print('litellm' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert result.stdout.strip() == "False"

@@ -23,7 +23,7 @@ from agents.schemas import Submission
 from agents.tools import PROPOSER_TOOLS, tool_specs
 from kb.config import ModelRole
 from kb.errors import BudgetExceededError, ModelError
-from tests.agents.conftest import EVIDENCE_ID, FakeBackend
+from tests.agents.fakes import EVIDENCE_ID, FakeBackend
 from tests.agents.scripted import Call, ScriptedLLM, TurnSpec
 
 litellm = load_litellm()

@@ -20,7 +20,7 @@ from agents.tools import (
     tool_specs,
 )
 from agents.untrusted import CLOSE, neutralise, wrap_untrusted
-from tests.agents.conftest import EVIDENCE_ID, FakeBackend
+from tests.agents.fakes import EVIDENCE_ID, FakeBackend
 
 
 def call(name: str, arguments: object) -> ToolCall:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.agents.scripted import scripted_provider
+from tests.agents.scripted import Call, scripted_provider
+from tests.builders import index_text, page_text
 
 CASE = {
     "test_id": "t1",
@@ -38,16 +39,15 @@ def test_judge_scores_the_answer_and_retries_invalid_output(cli, tmp_path: Path)
     cases.mkdir()
     (cases / "t1.yaml").write_text(yaml.safe_dump(CASE))
     # the answerer is also the configured proposer: memory is built with it, so script a change
-    page = '---\nid: users/t1/locker\ntype: fact\ntitle: Locker\nsummary: The user\'s gym locker code.\nscope: user:t1\nstatus: active\n---\n# Locker\n\n- The locker code is 4471.[^1]\n\n[^1]: EVID#L1 "My locker code at the gym is 4471"\n'
-    index = "---\nid: users/t1/index\ntype: index\ntitle: T1\nsummary: Memory of t1.\nscope: user:t1\nstatus: active\n---\n# T1\n\n- [[users/t1/locker]]: The user's gym locker code.\n"
+    body = '# Locker\n\n- The locker code is 4471.[^1]\n\n[^1]: EVID#L1 "My locker code at the gym is 4471"\n'
+    page = page_text("users/t1/locker", "Locker", "The user's gym locker code.", "user:t1", body)
+    index = index_text("users/t1", "T1", "Memory of t1.", "user:t1", {"users/t1/locker": "The user's gym locker code."})
     from kb.intake import prepare_messages
     from kb.scopes import user_scope
     from kb.sessions import read_sessions
 
     session = read_sessions(cases / "t1.yaml").sessions[0]
     ev = prepare_messages(list(session.messages), session.source, user_scope("t1"), {}).id
-    from tests.agents.scripted import Call
-
     writes = [
         Call("write_page", json.dumps({"path": "users/t1/locker.md", "content": page.replace("EVID", ev)})),
         Call("write_page", json.dumps({"path": "users/t1/index.md", "content": index})),

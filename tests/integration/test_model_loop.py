@@ -8,17 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from kb.evidence import add_items
-from kb.intake import prepare
 from kb.markdown import format_citation
 from kb.repo import Repo
 from kb.scaffold import init_repository
-from kb.scopes import user_scope
 from pipeline.records import parse_trailers, reviews_of, status_of
 from tests.agents.scripted import Call, scripted_provider
-from tests.builders import page_text
+from tests.builders import SAMPLES, add_evidence, page_text
 
-SAMPLES = Path(__file__).resolve().parents[2] / "kb" / "samples"
 MODELS = """  proposer: {model: scripted/proposer, family: scripted-a}
   reviewer: {model: scripted/reviewer, family: scripted-b}
 """
@@ -27,8 +23,7 @@ MODELS = """  proposer: {model: scripted/proposer, family: scripted-a}
 @pytest.fixture
 def repo(tmp_path: Path) -> tuple[Repo, str]:
     repo = init_repository(tmp_path / "kb")
-    item = prepare((SAMPLES / "alice-2025-03-02.json").read_bytes(), "alice.json", "conversation", user_scope("alice"))
-    add_items(repo, [item])
+    ev = add_evidence(repo, (SAMPLES / "alice-2025-03-02.json").read_bytes(), "alice.json", "conversation", "alice")
     config = repo.root / "kb.config.yaml"
     config.write_text(
         config.read_text()
@@ -36,7 +31,7 @@ def repo(tmp_path: Path) -> tuple[Repo, str]:
         .replace("max_rounds: 3", "max_rounds: 2")
     )
     repo.commit_worktree_paths(["kb.config.yaml"], "configure scripted models\n")
-    return Repo(repo.root), item.id
+    return Repo(repo.root), ev
 
 
 def food_page(ev: str, claim: str = "Alice does not drink alcohol.") -> str:

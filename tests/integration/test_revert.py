@@ -11,7 +11,7 @@ from kb.retrieval.build import build_index
 from kb.retrieval.search import search
 from kb.scaffold import init_repository
 from pipeline.loop import RunStatus, run_loop
-from tests.pipeline.conftest import add_file
+from tests.builders import add_file
 
 
 def test_revert_of_a_merge_then_index_build_removes_its_pages(tmp_path: Path) -> None:
@@ -22,14 +22,8 @@ def test_revert_of_a_merge_then_index_build_removes_its_pages(tmp_path: Path) ->
     for mode in ("bm25", "dense", "hybrid"):
         assert [h.id for h in search(repo, "daily meal allowance", k=3, mode=mode)][0] == "knowledge/company-travel-policy"
     merge = repo.head()
-    env = {
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@t",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@t",
-        "PATH": "/usr/bin:/bin",
-    }
-    subprocess.run(["git", "revert", "--no-edit", "-m", "1", str(merge.id)], cwd=repo.root, check=True, capture_output=True, env=env)
+    # the git binary commits as the identity pinned in tests/conftest.py
+    subprocess.run(["git", "revert", "--no-edit", "-m", "1", str(merge.id)], cwd=repo.root, check=True, capture_output=True)
     repo = Repo(repo.root)
     assert not (repo.root / "knowledge/company-travel-policy.md").exists()
     build_index(repo)

@@ -87,7 +87,7 @@ def test_failure_between_item_and_ledger_leaves_repository_as_before(tmp_path: P
     ledger_before = (repo.root / evidence.LEDGER_PATH).read_bytes()
     files_before = sorted(p.relative_to(repo.root) for p in (repo.root / "evidence").rglob("*"))
 
-    def crash(path: Path, data: bytes) -> None:
+    def crash(_path: Path, _data: bytes) -> None:
         raise OSError("disk full (injected)")
 
     monkeypatch.setattr(evidence, "_write_ledger", crash)
@@ -103,7 +103,7 @@ def test_failure_in_commit_rolls_back_files_and_ledger(tmp_path: Path, monkeypat
     repo = init_repository(tmp_path / "r")
     head = repo.head().id
 
-    def crash(*args: object, **kwargs: object) -> None:
+    def crash(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("commit failed (injected)")
 
     monkeypatch.setattr(type(repo), "commit_worktree_paths", crash)

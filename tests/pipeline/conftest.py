@@ -6,19 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from kb.evidence import add_items
-from kb.intake import prepare
 from kb.repo import Repo
 from kb.scaffold import init_repository
-from kb.scopes import user_scope
-
-SAMPLES = Path(__file__).resolve().parents[2] / "kb" / "samples"
-
-
-def add_file(repo: Repo, name: str, kind: str, user: str | None = None) -> str:
-    item = prepare((SAMPLES / name).read_bytes(), name, kind, user_scope(user))
-    add_items(repo, [item])
-    return item.id
+from tests.builders import add_file
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ entities kept apart, idempotent ingest, and the context an agent gets."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,19 +14,14 @@ from kb.scaffold import init_repository
 from kb.tokens import count_tokens
 from pipeline.loop import RunStatus
 from pipeline.memory import ingest
-
-
-def chat(path: Path, messages: list[tuple[str, str]], time: str | None) -> Path:
-    data = [{"role": role, "content": text} | ({"timestamp": time} if time else {}) for role, text in messages]
-    path.write_text(json.dumps(data))
-    return path
+from tests.builders import write_chat
 
 
 @pytest.fixture(scope="module")
 def memory_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     tmp = tmp_path_factory.mktemp("memory")
     repo = init_repository(tmp / "kb")
-    s1 = chat(
+    s1 = write_chat(
         tmp / "s1.json",
         [
             ("user", "I live in Lyon and I work as a nurse."),
@@ -37,7 +30,7 @@ def memory_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         ],
         "2024-03-01T10:00:00Z",
     )
-    s2 = chat(
+    s2 = write_chat(
         tmp / "s2.json",
         [
             ("user", "Big news: I moved to Toulouse last week."),
@@ -46,7 +39,7 @@ def memory_repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         ],
         "2024-09-12T18:30:00Z",
     )
-    bob = chat(tmp / "bob.json", [("user", "I live in Oslo and my car is a 2020 Volvo XC40.")], "2024-05-05T08:00:00Z")
+    bob = write_chat(tmp / "bob.json", [("user", "I live in Oslo and my car is a 2020 Volvo XC40.")], "2024-05-05T08:00:00Z")
     first = ingest(repo, "claire", [s2, s1])  # out of order on purpose: processed by date
     assert first.run is not None and first.run.status is RunStatus.MERGED
     assert ingest(repo, "bob", [bob]).run.status is RunStatus.MERGED
@@ -72,7 +65,7 @@ def test_two_vehicles_stay_two_entries_and_my_car_finds_both(memory_repo: Repo) 
 
 def test_ingesting_a_session_twice_changes_nothing(memory_repo: Repo, tmp_path: Path) -> None:
     head = memory_repo.head().id
-    again = chat(
+    again = write_chat(
         tmp_path / "s1.json",
         [
             ("user", "I live in Lyon and I work as a nurse."),
@@ -107,28 +100,6 @@ def test_context_items_are_labelled_with_source_and_date(memory_repo: Repo) -> N
     assert all(i.date for i in evidence) and all(i.cites for i in memory)
     kinds = [i.kind for i in context.items]
     assert kinds == sorted(kinds, key=["profile", "memory", "evidence", "knowledge"].index)
-
-
-def test_memory_bad_input(cli, tmp_path: Path) -> None:
-    root = tmp_path / "kb"
-    cli("init", str(root))
-    unknown = tmp_path / "notes.csv"
-    unknown.write_text("a,b\n")
-    result = cli("memory", "ingest", "--user", "dana", str(unknown), "--no-index", cwd=root)
-    assert result.code == 5 and "unknown session format" in result.err and "Traceback" not in result.err
-    empty = tmp_path / "empty.json"
-    empty.write_text("[]")
-    result = cli("memory", "ingest", "--user", "dana", str(empty), "--no-index")
-    assert result.code == 5 and "empty" in result.err
-    result = cli("memory", "ingest", "--user", "../dana", str(empty), "--no-index")
-    assert result.code == 2 and "invalid user id" in result.err
-    untimed = chat(tmp_path / "untimed.json", [("user", "I live in Porto and I prefer window seats.")], None)
-    os.utime(untimed, (1_700_000_000, 1_700_000_000))
-    result = cli("memory", "ingest", "--user", "dana", str(untimed), "--no-index")
-    assert result.code == 0, result.err
-    assert "warning: untimed.json: messages have no timestamps; using the file's time 2023-11-14T22:13:20" in result.err
-    stored = next((root / "evidence").rglob("ev-*.md")).read_text()
-    assert stored.startswith("[2023-11-14T22:13:20] user: I live in Porto")
 
 
 def test_context_leaves_out_page_chunks_that_only_repeat_cited_claims(memory_repo: Repo) -> None:

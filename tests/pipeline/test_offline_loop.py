@@ -19,6 +19,7 @@ from pipeline.review import review_branch
 from pipeline.roles import make_agents
 from pipeline.workspace import open_workspace
 from tests.agents.scripted import Call, scripted_provider
+from tests.builders import add_evidence
 
 
 def test_run_merges_and_git_alone_tells_the_story(sample_repo: tuple[Repo, dict[str, str]]) -> None:
@@ -138,17 +139,13 @@ def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: 
     run_loop(repo, ids=[ids["policy"]], build_index=False)
     # a later change that deletes a supported claim: the offline reviewer refuses, the offline
     # proposer cannot restore it, so the branch is left for a human
-    from kb.evidence import add_items
-    from kb.intake import prepare
-
-    extra = prepare(
-        b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document", "system"
+    extra = add_evidence(
+        repo, b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document"
     )
-    add_items(repo, [extra])
 
     path = "knowledge/company-travel-policy.md"
     kept = [line for line in (repo.root / path).read_text().splitlines() if "meal allowance" not in line]
-    submit = Call("submit", json.dumps({"title": "Tidy the policy", "rationale": "Shorter.", "evidence_ids": [extra.id]}))
+    submit = Call("submit", json.dumps({"title": "Tidy the policy", "rationale": "Shorter.", "evidence_ids": [extra]}))
     # round 1 deletes a supported claim; the revisions change nothing more
     turns = [Call("write_page", json.dumps({"path": path, "content": "\n".join(kept) + "\n"})), submit, submit, submit]
     config = repo.root / "kb.config.yaml"
@@ -160,10 +157,10 @@ def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: 
     repo.commit_worktree_paths(["kb.config.yaml"], "configure a scripted proposer\n")
     repo = Repo(repo.root)
     with scripted_provider({"p": turns}):
-        result = run_loop(repo, ids=[extra.id], build_index=False)
+        result = run_loop(repo, ids=[extra], build_index=False)
     assert result.status is RunStatus.NEEDS_HUMAN
     assert result.reason == "round 1: the Proposer made no change in response to the review"
     assert "over-deletion" in " ".join(c.message for c in result.reviews[0].comments)
     branch_head = repo.git.branches.local[result.proposal.branch].peel(pygit2.Commit)
     assert status_of(repo, str(branch_head.id))["status"] == "needs-human"
-    assert parse_trailers(repo.head().message).get("Kb-Evidence", "").find(extra.id) == -1
+    assert parse_trailers(repo.head().message).get("Kb-Evidence", "").find(extra) == -1

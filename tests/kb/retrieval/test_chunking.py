@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from kb.page import parse_page
 from kb.retrieval.analyzer import tokenize
 from kb.retrieval.chunking import chunk_conversation, chunk_evidence, chunk_page
 from kb.tokens import count_tokens
-from tests.kb.retrieval.conftest import page_text, sections
+from tests.builders import page_for, sections
 
 PATH = "knowledge/acme.md"
 
 
 def acme(body: str) -> str:
-    return page_text(PATH, "Acme Corp", "Acme Corp makes anvils in Springfield.", body)
+    return page_for(PATH, "Acme Corp", "Acme Corp makes anvils in Springfield.", body)
 
 
 def chunks_of(body: str, bound: int = 60, overlap: int = 12) -> list:
@@ -52,7 +54,7 @@ def test_size_bound_and_overlap_on_a_long_paragraph() -> None:
     chunks = chunks_of(sections(("Long", paragraph)), bound=60, overlap=15)
     assert len(chunks) > 5
     assert all(count_tokens(c.body) <= 60 + 2 for c in chunks)
-    for first, second in zip(chunks, chunks[1:]):
+    for first, second in pairwise(chunks):
         last_sentence = first.body.rsplit(". ", 1)[-1]
         assert second.body.startswith(last_sentence.rstrip(".")), "consecutive pieces share a sentence"
     covered = " ".join(c.body for c in chunks)
@@ -86,7 +88,7 @@ def test_ids_are_stable_and_an_edit_only_touches_its_section() -> None:
     assert [c.id for c in before] == [c.id for c in chunks_of(body)]
     assert [c.id for c in before] == ["knowledge/acme#a~0", "knowledge/acme#b~0", "knowledge/acme#c~0"]
     after = chunks_of(body.replace("Beta text.", "Beta text, edited."))
-    changed = [a.id for a, b in zip(before, after) if a.content_hash != b.content_hash]
+    changed = [a.id for a, b in zip(before, after, strict=True) if a.content_hash != b.content_hash]
     assert changed == ["knowledge/acme#b~0"]
 
 

@@ -9,10 +9,10 @@ import pytest
 from kb.errors import NotFoundError, UsageError
 from kb.repo import Repo
 from kb.retrieval.reading import grep, read_page, read_section
-from tests.kb.retrieval.conftest import commit, make_repo, page_text, sections
+from tests.builders import commit, make_repo, page_for, sections
 
 LONG = "\n".join(f"Line {i}: the anvil ledger records delivery number {i} to the canyon." for i in range(120))
-GUIDE = page_text(
+GUIDE = page_for(
     "knowledge/guide.md",
     "Anvil guide",
     "How Acme ships anvils.",
@@ -27,7 +27,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         tmp_path_factory.mktemp("disclosure") / "kb",
         {
             "knowledge/guide.md": GUIDE,
-            "users/alice/notes.md": page_text(
+            "users/alice/notes.md": page_for(
                 "users/alice/notes.md", "Alice's notes", "Alice keeps anvils.", "Alice keeps three anvils in the garage."
             ),
         },
@@ -72,7 +72,7 @@ def test_a_long_section_comes_in_bounded_pieces_that_cover_it_exactly(repo: Repo
 
 def test_a_single_huge_line_is_cut_inside_the_line(tmp_path: Path) -> None:
     repo = make_repo(
-        tmp_path / "kb", {"knowledge/blob.md": page_text("knowledge/blob.md", "Blob", "One long line.", "## Blob\n\n" + "z" * 5000)}
+        tmp_path / "kb", {"knowledge/blob.md": page_for("knowledge/blob.md", "Blob", "One long line.", "## Blob\n\n" + "z" * 5000)}
     )
     text, cursor = "", None
     while True:
@@ -125,10 +125,10 @@ def test_grep_gives_page_anchor_and_line_within_scope(repo: Repo) -> None:
 
 
 def test_read_and_grep_take_a_commit(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "kb", {"knowledge/a.md": page_text("knowledge/a.md", "A", "First.", "Old words.")})
+    repo = make_repo(tmp_path / "kb", {"knowledge/a.md": page_for("knowledge/a.md", "A", "First.", "Old words.")})
     first = str(repo.head().id)
-    commit(repo, {"knowledge/a.md": page_text("knowledge/a.md", "A", "Second.", "New words.")})
-    (repo.root / "knowledge/a.md").write_text(page_text("knowledge/a.md", "A", "Uncommitted.", "Dirty words."))
+    commit(repo, {"knowledge/a.md": page_for("knowledge/a.md", "A", "Second.", "New words.")})
+    (repo.root / "knowledge/a.md").write_text(page_for("knowledge/a.md", "A", "Uncommitted.", "Dirty words."))
     assert read_page(repo, "knowledge/a").summary == "Second."
     assert read_page(repo, "knowledge/a", commit=first).summary == "First."
     assert grep(repo, "Old words", commit=first).hits and not grep(repo, "Old words").hits

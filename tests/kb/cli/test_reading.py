@@ -1,0 +1,68 @@
+"""``kb search``, ``kb read`` and ``kb grep`` through the CLI: output, and bad input answered with
+one clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kb.errors import FormatError
+from kb.retrieval.store import index_store
+from tests.builders import commit, make_sample_repo, page_for
+from tests.kb.cli.helpers import assert_one_error, repo_with_pages
+
+
+def test_build_status_search_read_grep(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    result = cli("--repo", r, "index", "build", "--json")
+    built = json.loads(result.out)
+    assert result.code == 0 and built["full"] and built["embedded"] == built["chunks"] == 4
+    result = cli("--repo", r, "index", "status")
+    assert result.code == 0 and f"serving {built['commit'][:12]}" in result.out and "0 commit(s) behind HEAD" in result.out
+    result = cli("--repo", r, "search", "how much did Acme grow", "--json", "--k", "2")
+    found = json.loads(result.out)
+    assert result.code == 0 and found["commit"] == built["commit"]
+    assert found["hits"][0]["id"] == "knowledge/acme" and found["hits"][0]["anchor"] == "finances"
+    result = cli("--repo", r, "search", "window seats", "--as", "user:alice", "--mode", "bm25")
+    assert result.code == 0 and "users/alice/travel" in result.out and "Alice prefers window seats." in result.out
+    result = cli("--repo", r, "read", "knowledge/acme")
+    assert result.code == 0 and "L0: Acme Corp makes anvils." in result.out and "#finances" in result.out and "tokens" in result.out
+    result = cli("--repo", r, "read", "knowledge/acme", "--section", "finances")
+    assert result.code == 0 and "The company grew 3% in 2024." in result.out
+    result = cli("--repo", r, "grep", "anvils", "--json")
+    hits = json.loads(result.out)["hits"]
+    assert result.code == 0 and {(h["anchor"], h["line"]) for h in hits if h["anchor"] == "people"}
+    commit(repo, {"knowledge/new.md": page_for("knowledge/new.md", "New", "A new page.", "Fresh text.")})
+    result = cli("--repo", r, "index", "status", "--json")
+    assert json.loads(result.out)["behind"] == 1
+
+
+def test_unknown_commit(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    assert_one_error(cli("--repo", r, "index", "build", "--commit", "no-such-branch"), 6, "unknown commit or branch `no-such-branch`")
+    assert_one_error(cli("--repo", r, "read", "knowledge/acme", "--commit", "deadbeef"), 6, "unknown commit")
+    cli("--repo", r, "index", "build")
+    assert_one_error(cli("--repo", r, "search", "anvils", "--commit", "deadbeef"), 6, "unknown commit or branch `deadbeef`")
+    assert not (index_store(repo).root / "at").exists()
+
+
+def test_empty_query_bad_principal_bad_date(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    cli("--repo", r, "index", "build")
+    assert_one_error(cli("--repo", r, "search", "   "), 2, "empty query")
+    assert_one_error(cli("--repo", r, "search", "anvils", "--as", "alice"), 2, "invalid principal")
+    assert_one_error(cli("--repo", r, "search", "anvils", "--at", "yesterday"), 2, "invalid date")
+    assert_one_error(cli("--repo", r, "read", "users/alice/travel", "--as", "user:bob"), 6, "no page")
+    assert_one_error(cli("--repo", r, "grep", "(", "--regex"), 2, "invalid regular expression")
+
+
+def test_reading_a_page_with_malformed_frontmatter_is_a_format_error(cli, tmp_path: Path) -> None:
+    repo, _ = make_sample_repo(tmp_path / "r")
+    page = repo.root / "knowledge/travel/visas.md"
+    page.write_text(page.read_text().replace("title: Schengen visas", "title: [unclosed"))
+    repo.commit_worktree_paths(["knowledge/travel/visas.md"], "break a page\n")
+    result = cli("read", "knowledge/travel/visas", cwd=repo.root)
+    assert_one_error(result, FormatError.exit_code, "knowledge/travel/visas.md:4: malformed YAML frontmatter")
