@@ -8,6 +8,7 @@ appends what it returns.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -66,10 +67,48 @@ def message_from_dict(raw: dict[str, Any], where: str) -> Message:
     if speaker is None or text is None:
         raise FormatError(f"{where}: a message needs a role (or speaker) and content (or text)")
     time = raw.get("timestamp") or raw.get("time") or raw.get("date") or raw.get("created_at")
+    if time is not None:
+        check_timestamp(time, where)
     turn = raw.get("id") or raw.get("dia_id") or raw.get("turn_id")
     if raw.get("name") and raw.get("role") and raw["name"] != raw["role"]:
         speaker = f"{raw['role']} ({raw['name']})"
-    return Message(str(speaker), _text_of(text), str(time) if time is not None else None, str(turn) if turn is not None else None)
+    return Message(
+        one_line(str(speaker)),
+        _text_of(text),
+        one_line(str(time)) if time is not None else None,
+        one_line(str(turn)) if turn is not None else None,
+    )
+
+
+def check_timestamp(value: object, where: str) -> None:
+    """A message time must be a real moment: ISO 8601 (``2025-01-10T09:00:00Z``, a date, or a
+    date and time with a space) or a Unix time in seconds. ``2025-13-40`` is refused here, at the
+    door, rather than breaking every later step that reads the date."""
+    if isinstance(value, bool):
+        raise FormatError(f"{where}: timestamp {value!r} is not a time")
+    if isinstance(value, int | float):
+        if 0 <= value < 253402300800:  # up to the end of year 9999
+            return
+        raise FormatError(f"{where}: timestamp {value!r} is out of range", hint="use ISO 8601, e.g. 2025-01-10T09:00:00Z")
+    try:
+        dt.datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise FormatError(
+            f"{where}: impossible or unrecognised timestamp {str(value)[:40]!r}", hint="use ISO 8601, e.g. 2025-01-10T09:00:00Z"
+        ) from None
+
+
+def lines_of(text: str) -> list[str]:
+    """The lines of ``text`` split at every line boundary Python knows (\\n, \\r, \\r\\n, VT, FF,
+    FS, GS, RS, NEL, U+2028, U+2029). Stored evidence uses plain \\n only, so that its line numbers
+    are the same for git, for ``splitlines`` and for a person reading ``kb evidence show``; a
+    message can never hide a second turn behind an exotic separator."""
+    return text.splitlines()
+
+
+def one_line(text: str) -> str:
+    """A speaker, time or turn id on one line: any line boundary becomes a space."""
+    return " ".join(lines_of(text)) if text else text
 
 
 def parse_messages(text: str, name: str) -> list[Message]:
@@ -121,15 +160,15 @@ def render_messages(messages: Iterable[Message]) -> str:
     for msg in messages:
         head = f"[{msg.time}] " if msg.time else ""
         who = f"{msg.speaker} ({msg.turn_id})" if msg.turn_id else msg.speaker
-        lines = msg.text.replace("\r\n", "\n").replace("\r", "\n").strip("\n").split("\n") or [""]
+        lines = lines_of(msg.text.strip("\n\r")) or [""]
         out.append(f"{head}{who}: {lines[0]}".rstrip())
         out.extend(("    " + line).rstrip() for line in lines[1:])
     return "\n".join(out) + "\n"
 
 
 def normalise_text(text: str) -> str:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text if text.endswith("\n") else text + "\n"
+    """Every line boundary becomes \\n (see ``lines_of``), and the text ends with one."""
+    return "\n".join(lines_of(text)) + "\n"
 
 
 def prepare_messages(

@@ -18,7 +18,7 @@ from ci.gate import GateReport, run_gate
 from kb.clock import iso_utc
 from kb.errors import ConflictError, KbError
 from kb.repo import Repo, diff_trees
-from kb.scopes import PAGE_FOLDERS, folder_for_scope, scope_for_path
+from kb.scopes import KNOWLEDGE_DIR, PAGE_FOLDERS, folder_for_scope, scope_for_path
 from pipeline.backend import branch_backend
 from pipeline.records import ReviewRecord, add_review, proposal_info
 from pipeline.roles import Agents, make_agents
@@ -89,7 +89,7 @@ def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | N
     info = proposal_info(repo, head, base.id)
     evidence = tuple(e.strip() for e in info.get("Kb-Evidence", "").split(",") if e.strip())
     task = review_task(repo, branch, base, head, gate, evidence)
-    folders = tuple(sorted({folder_for_scope(s) for p in task.changed_files if (s := scope_for_path(p))})) or ("knowledge/",)
+    folders = tuple(sorted({folder_for_scope(s) for p in task.changed_files if (s := scope_for_path(p))})) or (KNOWLEDGE_DIR,)
     run_dir = new_run_dir(repo, "review")
     try:
         outcome = agents.reviewer.review(task, branch_backend(workspace, base, folders))
