@@ -10,12 +10,13 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kb.errors import ConfigError
+from kb.yamltext import YamlProblem, load_yaml
 
 CONFIG_FILE = "kb.config.yaml"
+MAX_CONFIG_BYTES = 1024 * 1024
 SCHEMA_VERSION = 1
 
 
@@ -146,11 +147,10 @@ def _location(loc: tuple[Any, ...]) -> str:
 def parse_config(text: str, source: str = CONFIG_FILE) -> Config:
     """Parse and validate config text; every problem is a ConfigError naming key and file."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}{where}: malformed YAML ({getattr(exc, 'problem', exc)})") from None
+        data = load_yaml(text, MAX_CONFIG_BYTES)
+    except YamlProblem as exc:
+        where = f" line {exc.line}" if exc.line else ""
+        raise ConfigError(f"{source}{where}: {exc.message}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping with `version: 1` at the top")
     if "version" not in data:

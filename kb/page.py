@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import frontmatter
 import yaml
 
 from kb.errors import FormatError
 from kb.markdown import Structure, parse_structure
+from kb.yamltext import YamlProblem, load_yaml
 
 FIELD_ORDER = (
     "id",
@@ -44,6 +44,7 @@ OVERVIEW_HEADING = "Overview"
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 _FENCE = "---\n"
+MAX_HEADER_BYTES = 256 * 1024  # a page header is fields, not content
 
 
 @dataclass(frozen=True)
@@ -135,13 +136,15 @@ def parse_page(text: str | bytes, path: str) -> Page:
     header = text[4 : end + 1]
     body = text[end + 5 :]
     try:
-        meta_raw, _ = frontmatter.parse(_FENCE + header + _FENCE)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        meta_raw = load_yaml(header, MAX_HEADER_BYTES) if header.strip() else {}
+    except YamlProblem as exc:
         raise FormatError(
-            f"malformed YAML frontmatter ({problem})", hint="fix the header; see docs/format.md", path=path, line=line
+            exc.message.replace("malformed YAML", "malformed YAML frontmatter", 1)
+            if exc.message.startswith("malformed")
+            else f"frontmatter: {exc.message}",
+            hint="fix the header; see docs/format.md",
+            path=path,
+            line=exc.line + 1 if exc.line else 1,
         ) from None
     if not isinstance(meta_raw, dict):
         raise FormatError("frontmatter must be a mapping of fields", path=path, line=2)

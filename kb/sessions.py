@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kb.errors import FormatError, UsageError
 from kb.intake import Message, message_from_dict, parse_messages
+from kb.yamltext import YamlProblem, load_yaml
+
+MAX_CASE_BYTES = 64 * 1024 * 1024  # a case file holds whole conversations
 
 LOCOMO_DATE_RE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
 MONTHS = {
@@ -142,9 +143,9 @@ def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
     warnings: list[str] = []
     if suffix in (".yaml", ".yml"):
         try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise FormatError(f"{name}: malformed YAML ({getattr(exc, 'problem', exc)})") from None
+            data = load_yaml(text, MAX_CASE_BYTES)
+        except YamlProblem as exc:
+            raise FormatError(exc.message, hint="fix the file", path=name, line=exc.line) from None
         if not isinstance(data, dict) or "conversation_histories" not in data:
             raise FormatError(
                 f"{name}: unknown session format (a YAML case file has `conversation_histories`)",

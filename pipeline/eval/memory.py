@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kb.errors import FormatError, UsageError
 from kb.evidence import ledger_at
 from kb.memory_context import VARIANTS, ContextItem, build_context
 from kb.repo import Repo
 from kb.scaffold import init_repository
+from kb.sessions import MAX_CASE_BYTES
+from kb.yamltext import YamlProblem, load_yaml
 from pipeline.eval.keyfacts import recall as keyfact_recall
 
 TURN_RE = re.compile(r"^\[[^\]]*\] [^:(]+ \((D\d+:\d+)\): ")
@@ -207,7 +207,10 @@ def eval_cases(
     searcher = open_searcher(repo)
     rows = []
     for case in cases:
-        data = yaml.safe_load(case.read_text(encoding="utf-8"))
+        try:
+            data = load_yaml(case.read_text(encoding="utf-8"), MAX_CASE_BYTES)
+        except YamlProblem as exc:
+            raise FormatError(exc.message, path=str(case), line=exc.line) from None
         row: dict[str, Any] = {"case": f"{case.parent.name}/{case.name}", "question": data["user_question"]}
         for variant in variants:
             context = build_context(repo, users[case], data["user_question"], budget=budget, variant=variant, searcher=searcher)

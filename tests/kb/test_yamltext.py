@@ -1,0 +1,66 @@
+"""YAML from outside (issue 10, items 5 and 9): alias bombs, impossible dates and deep nesting in
+page headers, the config and case files end as one clear error with its exit code, at once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kb.errors import FormatError
+from kb.page import parse_page
+from tests.builders import make_repo
+
+BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n'
+
+
+def page_with_header(header: str) -> str:
+    return f"---\nid: knowledge/x\ntitle: X\n{header}---\n# X\n"
+
+
+@pytest.mark.parametrize(
+    ("header", "message", "line"),
+    [
+        (BOMB, "aliases", 5),
+        ("valid_from: 2025-13-40\n", "impossible value", 1),
+        ("tags: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply", 1),
+        ("summary: " + "y" * 300_000 + "\n", "over the limit", 1),
+    ],
+)
+def test_hostile_headers_are_format_errors_at_once(header: str, message: str, line: int) -> None:
+    start = time.perf_counter()
+    with pytest.raises(FormatError, match=message) as caught:
+        parse_page(page_with_header(header), "knowledge/x.md")
+    assert time.perf_counter() - start < 5
+    assert caught.value.path == "knowledge/x.md" and caught.value.line is not None and caught.value.line >= line
+
+
+def test_check_and_read_report_an_alias_bomb_with_their_exit_codes(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "kb")
+    (repo.root / "knowledge" / "x.md").write_text(page_with_header(BOMB))
+    checked = cli("--repo", str(repo.root), "check")
+    assert checked.code == 1 and "aliases" in checked.out
+    repo.commit_worktree_paths(["knowledge/x.md"], "a hostile page\n")
+    read = cli("--repo", str(repo.root), "read", "knowledge/x")
+    assert read.code == 5 and "aliases" in read.err
+
+
+def test_config_alias_bomb_and_bad_date_exit_4(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "kb")
+    config = repo.root / "kb.config.yaml"
+    config.write_text("version: 1\n" + BOMB.replace("a:", "x-a:"))
+    result = cli("--repo", str(repo.root), "check")
+    assert result.code == 4 and "aliases" in result.err
+    config.write_text("version: 1\nname: 2025-02-30\n")
+    result = cli("--repo", str(repo.root), "check")
+    assert result.code == 4 and "impossible value" in result.err
+
+
+def test_case_file_alias_bomb_exits_5_and_ingests_nothing(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "kb")
+    case = tmp_path / "case.yaml"
+    case.write_text("conversation_histories:\n  - " + BOMB.replace("\n", "\n    "))
+    result = cli("--repo", str(repo.root), "memory", "ingest", "--user", "ann", str(case), "--no-index")
+    assert result.code == 5 and "aliases" in result.err
+    assert cli("--repo", str(repo.root), "evidence", "list").out == ""
