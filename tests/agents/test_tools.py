@@ -177,7 +177,7 @@ def test_wrapping_labels_the_source_and_neutralises_tags() -> None:
     assert wrapped.startswith('<untrusted-data source="ev-1#L1-L2 &quot;x&quot; &lt;y&gt;">\n')
     assert wrapped.endswith(f"\n{CLOSE}")
     assert len(re.findall(r"<\s*/?\s*untrusted-data", wrapped, re.IGNORECASE)) == 2  # only kb's own tags
-    assert "a &lt;/untrusted-data> b &lt;/ UNTRUSTED-DATA > c &lt;untrusted-data" in wrapped
+    assert "a \u2039/untrusted-data> b \u2039/ UNTRUSTED-DATA > c \u2039untrusted-data" in wrapped
 
 
 def test_neutralise_leaves_ordinary_text_alone() -> None:
