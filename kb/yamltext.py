@@ -1,5 +1,6 @@
 """Reading YAML that people and agents write (page headers, kb.config.yaml, memory case files)
-without letting it stall kb: aliases are refused (kb never writes them, and an "alias bomb" of a
+without letting it stall or mislead kb: duplicate keys (of which YAML would silently keep the
+last) and aliases are refused (kb never writes them, and an "alias bomb" of a
 few hundred bytes expands to gigabytes when traversed), input size is bounded, deep nesting and
 impossible values (``2025-13-40`` unquoted) become one clear error instead of a crash.
 
@@ -27,6 +28,17 @@ class _NoAliasLoader(yaml.SafeLoader):
             event = self.peek_event()
             raise YamlProblem(f"YAML aliases (*{event.anchor}) are not accepted; write the value out", event.start_mark.line + 1)
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, list | dict):
+                raise YamlProblem("a mapping key must be a scalar", key_node.start_mark.line + 1)
+            if key in seen:
+                raise YamlProblem(f"duplicate key {key!r}: only one of them would count", key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_yaml(text: str, max_bytes: int) -> Any:

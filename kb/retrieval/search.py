@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 
 MODES = ("hybrid", "bm25", "dense")
+MAX_QUERY_CHARS = 4000  # a question, not a document: longer queries cost seconds and find nothing better
 # Query-time weights of the BM25F fields: tuned on SciFact and CMRC 2018 (docs/retrieval.md).
 FIELD_BOOSTS = {"title": 0.5, "headings": 0.5, "summary": 0.5, "body": 1.0}
 BM25_K1 = 1.2
@@ -103,6 +104,11 @@ def make_query(
     """Validate search arguments into a Query (UsageError on bad input)."""
     if not text or not text.strip():
         raise UsageError("empty query", hint='give the words to search for, e.g. kb search "travel preferences"')
+    if len(text) > MAX_QUERY_CHARS:
+        raise UsageError(
+            f"query of {len(text):,} characters is over the limit of {MAX_QUERY_CHARS:,}",
+            hint="search for the words that matter, not a whole document",
+        )
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}", hint="use hybrid, bm25 or dense")
     if k < 1:

@@ -64,3 +64,13 @@ def test_case_file_alias_bomb_exits_5_and_ingests_nothing(cli, tmp_path: Path) -
     result = cli("--repo", str(repo.root), "memory", "ingest", "--user", "ann", str(case), "--no-index")
     assert result.code == 5 and "aliases" in result.err
     assert cli("--repo", str(repo.root), "evidence", "list").out == ""
+
+
+def test_a_duplicate_header_key_is_a_finding_not_a_silent_overwrite(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "kb")
+    (repo.root / "knowledge" / "x.md").write_text(page_with_header("status: active\nsummary: One.\nsummary: Two.\n"))
+    checked = cli("--repo", str(repo.root), "check")
+    assert checked.code == 1 and "duplicate key 'summary'" in checked.out
+    with pytest.raises(FormatError, match="duplicate key") as caught:
+        parse_page(page_with_header("status: active\nstatus: deprecated\n"), "knowledge/x.md")
+    assert caught.value.line == 5

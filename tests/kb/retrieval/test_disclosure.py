@@ -133,3 +133,20 @@ def test_read_and_grep_take_a_commit(tmp_path: Path) -> None:
     assert read_page(repo, "knowledge/a", commit=first).summary == "First."
     assert grep(repo, "Old words", commit=first).hits and not grep(repo, "Old words").hits
     assert not grep(repo, "Dirty").hits
+
+
+def test_a_huge_query_is_a_usage_error_at_once() -> None:
+    import time
+
+    from kb.errors import UsageError
+    from kb.retrieval.search import MAX_QUERY_CHARS, make_query
+
+    start = time.perf_counter()
+    try:
+        make_query("word " * 20_000)
+    except UsageError as exc:
+        assert "over the limit" in exc.message and exc.exit_code == 2
+    else:
+        raise AssertionError("a 100 KB query was accepted")
+    assert time.perf_counter() - start < 1
+    assert make_query("x" * MAX_QUERY_CHARS).text == "x" * MAX_QUERY_CHARS
