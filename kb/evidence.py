@@ -119,6 +119,58 @@ def make_entry(prev: LedgerEntry | None, item: PreparedItem, path: str, added_at
     return LedgerEntry(**(entry.payload() | {"hash": entry.compute_hash()}))
 
 
+_TMP_RE = re.compile(r"(^|/)\.[^/]+\.tmp-\d+$")
+_ITEM_RE = re.compile(r"^evidence/\d{4}/\d{2}/(ev-[0-9a-f]{16})\.md$")
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What an add killed before its commit left behind, and how to undo it."""
+
+    remove: tuple[str, ...]  # untracked leftovers: temporary files, items the ledger never committed
+    restore_ledger: bytes | None  # the committed ledger, when the working one only has lines appended
+    ledger_committed: bool = True  # False: the ledger is not in HEAD at all, so it is removed
+
+
+def plan_recovery(repo: Repo) -> Recovery:
+    """Leftovers of an interrupted ``add`` under evidence/, or ConflictError when evidence/ holds
+    changes no add makes (an edited or deleted item, a rewritten ledger, a foreign file)."""
+    dirty = repo.dirty_paths((EVIDENCE_DIR + "/",))
+    if not dirty:
+        return Recovery((), None, True)
+    head = repo.head()
+    committed = repo.read_at(head, LEDGER_PATH) if head else None
+    known = {e.id for e in ledger_at(repo, head)}
+    remove: list[str] = []
+    restore: bytes | None = None
+    for path in dirty:
+        item = _ITEM_RE.match(path)
+        tracked = head is not None and repo.read_at(head, path) is not None
+        if _TMP_RE.search(path) and not tracked:
+            remove.append(path)
+        elif item and not tracked and item.group(1) not in known:
+            remove.append(path)
+        elif path == LEDGER_PATH and (repo.root / path).is_file() and (repo.root / path).read_bytes().startswith(committed or b""):
+            restore = committed or b""
+        else:
+            raise ConflictError(
+                f"evidence/ has changes no kb command makes ({path})",
+                hint="evidence is append-only: inspect them with `git status evidence`, then restore with `git checkout -- evidence` and remove untracked files with `git clean -n evidence` / `git clean -f evidence`",
+            )
+    return Recovery(tuple(remove), restore, committed is not None)
+
+
+def apply_recovery(repo: Repo, recovery: Recovery) -> tuple[str, ...]:
+    for path in recovery.remove:
+        (repo.root / path).unlink(missing_ok=True)
+    if recovery.restore_ledger is not None:
+        if recovery.ledger_committed:
+            atomic_write(repo.root / LEDGER_PATH, recovery.restore_ledger)
+        else:
+            (repo.root / LEDGER_PATH).unlink(missing_ok=True)
+    return recovery.remove + ((LEDGER_PATH,) if recovery.restore_ledger is not None else ())
+
+
 def _write_ledger(path: Path, data: bytes) -> None:
     """The ledger write, a function of its own so tests can inject a failure between the item
     files and the ledger."""
@@ -130,17 +182,13 @@ class AddResult:
     added: list[LedgerEntry]
     duplicates: list[str]  # ids already present
     commit: str | None
+    recovered: tuple[str, ...] = ()  # leftovers of an interrupted add, cleaned up first
 
 
 def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = iso_utc) -> AddResult:
     """Append prepared items atomically: all files, the ledger lines and one commit, or nothing."""
     with repo.lock("write"):
-        dirty = repo.dirty_paths((EVIDENCE_DIR + "/",))
-        if dirty:
-            raise ConflictError(
-                f"evidence/ has uncommitted changes ({dirty[0]})",
-                hint="evidence is append-only: restore it with `git checkout -- evidence` and retry",
-            )
+        recovered = apply_recovery(repo, plan_recovery(repo))
         entries = load_ledger(repo.root)
         known = {e.id for e in entries}
         fresh: list[PreparedItem] = []
@@ -152,7 +200,7 @@ def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = is
                 known.add(item.id)
                 fresh.append(item)
         if not fresh:
-            return AddResult([], duplicates, None)
+            return AddResult([], duplicates, None, recovered)
         added_at = now()
         folder = f"{EVIDENCE_DIR}/{added_at[:4]}/{added_at[5:7]}"
         new_entries: list[LedgerEntry] = []
@@ -181,7 +229,7 @@ def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = is
             else:
                 atomic_write(ledger_file, old_ledger)
             raise
-        return AddResult(new_entries, duplicates, str(commit))
+        return AddResult(new_entries, duplicates, str(commit), recovered)
 
 
 def find_entry(entries: list[LedgerEntry], evidence: str) -> LedgerEntry:

@@ -41,6 +41,8 @@ def add(
             raise UsageError(f"{file}: is a folder; pass files") from None
         items.append(prepare(data, file.name, kind, scope, source or file.name))
     result = add_items(repo, items)
+    if result.recovered:
+        typer.echo(f"note: cleaned up after an interrupted add: {', '.join(result.recovered)}", err=True)
     for entry in result.added:
         echo(f"added {entry.id}  {entry.kind}  {entry.scope}  {entry.lines} lines  {entry.path}")
     for dup in result.duplicates:
