@@ -12,6 +12,7 @@ from kb.repo import Repo
 from kb.scopes import user_scope
 from kb.sessions import Session, read_sessions
 from pipeline.loop import RunResult, run_loop
+from pipeline.propose import select_evidence
 
 
 @dataclass
@@ -21,6 +22,7 @@ class IngestResult:
     added: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)  # stored before, never proposed: proposed now
     run: RunResult | None = None
 
 
@@ -53,7 +55,10 @@ def ingest(
     items = [prepare_messages(list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}) for s in sessions]
     added = add_items(repo, items)
     result = IngestResult(user, len(sessions), [e.id for e in added.added], added.duplicates, warnings)
-    if not added.added:
+    # Sessions stored earlier but never proposed (an ingest killed after its add) go in as well.
+    pending = [e.id for e in select_evidence(repo) if e.scope == scope]
+    result.resumed = [i for i in pending if i not in result.added]
+    if not pending:
         return result
-    result.run = run_loop(repo, ids=result.added, user_speakers={user: speakers}, build_index=build_index)
+    result.run = run_loop(repo, ids=pending, user_speakers={user: speakers}, build_index=build_index)
     return result

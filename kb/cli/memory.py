@@ -37,6 +37,8 @@ def ingest(
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     echo(f"{result.sessions} session(s): {len(result.added)} new, {len(result.skipped)} already ingested")
+    if result.resumed:
+        echo(f"{len(result.resumed)} session(s) stored earlier but never proposed (an interrupted ingest): proposing them now")
     loop = result.run
     if loop is None:
         return

@@ -111,3 +111,32 @@ def test_context_leaves_out_page_chunks_that_only_repeat_cited_claims(memory_rep
             assert not covered.issuperset(item.cites), item.source
         covered.update(item.cites)
     assert context.to_dict()["repeated"] == context.repeated
+
+
+def test_an_ingest_killed_after_storing_its_sessions_is_completed_by_the_rerun(cli, tmp_path: Path) -> None:
+    """Issue 10, item 7: sessions recorded, memory missing (the kill came between the add and the
+    proposal); the rerun reports them as known and still proposes and merges them."""
+    from kb.evidence import add_items
+    from kb.intake import prepare_messages
+    from kb.sessions import read_sessions
+
+    repo = init_repository(tmp_path / "kb")
+    chat = write_chat(
+        tmp_path / "s.json", [("user", "I live in Porto and I work as a baker."), ("assistant", "Noted.")], "2024-05-01T10:00:00Z"
+    )
+    session = read_sessions(chat).sessions[0]
+    add_items(
+        repo,
+        [
+            prepare_messages(
+                list(session.messages), session.source, "user:dora", session.meta | {"session_date": session.date, "title": session.title}
+            )
+        ],
+    )
+    assert not (repo.root / "users" / "dora").exists()
+    result = cli("--repo", str(repo.root), "memory", "ingest", "--user", "dora", str(chat), "--no-index")
+    assert result.code == 0, result.err
+    assert "0 new, 1 already ingested" in result.out and "never proposed" in result.out and "merged as" in result.out
+    assert "Porto" in (repo.root / "users" / "dora" / "profile.md").read_text()
+    again = cli("--repo", str(repo.root), "memory", "ingest", "--user", "dora", str(chat), "--no-index")
+    assert again.code == 0 and "never proposed" not in again.out and "merged" not in again.out
