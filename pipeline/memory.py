@@ -12,7 +12,7 @@ from kb.repo import Repo
 from kb.scopes import user_scope
 from kb.sessions import Session, read_sessions
 from pipeline.loop import RunResult, run_loop
-from pipeline.propose import select_evidence
+from pipeline.propose import evidence_on_open_branches, select_evidence
 
 
 @dataclass
@@ -56,7 +56,8 @@ def ingest(
     added = add_items(repo, items)
     result = IngestResult(user, len(sessions), [e.id for e in added.added], added.duplicates, warnings)
     # Sessions stored earlier but never proposed (an ingest killed after its add) go in as well.
-    pending = [e.id for e in select_evidence(repo) if e.scope == scope]
+    waiting = evidence_on_open_branches(repo)  # proposed already, left for a human: not again
+    pending = [e.id for e in select_evidence(repo) if e.scope == scope and e.id not in waiting]
     result.resumed = [i for i in pending if i not in result.added]
     if not pending:
         return result

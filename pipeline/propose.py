@@ -23,7 +23,7 @@ from kb.page import parse_page
 from kb.repo import Repo, diff_trees
 from kb.scopes import PAGE_FOLDERS, folder_for_scope, user_of
 from pipeline.backend import branch_backend
-from pipeline.records import parse_trailers
+from pipeline.records import parse_trailers, proposal_info
 from pipeline.roles import Agents, make_agents
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import BRANCH_PREFIX, Workspace, open_workspace, remove_workspace, slugify_branch
@@ -58,6 +58,22 @@ def processed_evidence(repo: Repo, head: pygit2.Commit) -> set[str]:
         if "Kb-Evidence" in trailers:
             done.update(e.strip() for e in trailers["Kb-Evidence"].split(",") if e.strip())
     return done
+
+
+def evidence_on_open_branches(repo: Repo) -> set[str]:
+    """Evidence named by the proposal trailers of work branches not merged yet."""
+    main = repo.head()
+    named: set[str] = set()
+    if main is None:
+        return named
+    for name in repo.git.branches.local:
+        if not name.startswith(BRANCH_PREFIX):
+            continue
+        head = repo.git.branches.local[name].peel(pygit2.Commit)
+        base = repo.git.merge_base(main.id, head.id)
+        trailers = proposal_info(repo, head, base) if base is not None else {}
+        named.update(e.strip() for e in trailers.get("Kb-Evidence", "").split(",") if e.strip())
+    return named
 
 
 def select_evidence(repo: Repo, ids: list[str] | None = None, since: str | None = None) -> list[LedgerEntry]:

@@ -38,9 +38,12 @@ def ingest(
         typer.echo(f"warning: {warning}", err=True)
     echo(f"{result.sessions} session(s): {len(result.added)} new, {len(result.skipped)} already ingested")
     if result.resumed:
-        echo(f"{len(result.resumed)} session(s) stored earlier but never proposed (an interrupted ingest): proposing them now")
+        echo(f"{len(result.resumed)} session(s) stored earlier but not yet in memory (an interrupted ingest): proposing them now")
     loop = result.run
     if loop is None:
+        return
+    if loop.proposal.head is None:
+        echo("nothing to propose: no claims could be extracted from these sessions")
         return
     echo(f"proposal {loop.proposal.branch}: {loop.proposal.claims} claim(s), {loop.proposal.closed} closed")
     if loop.merge is not None:

@@ -136,7 +136,33 @@ def test_an_ingest_killed_after_storing_its_sessions_is_completed_by_the_rerun(c
     assert not (repo.root / "users" / "dora").exists()
     result = cli("--repo", str(repo.root), "memory", "ingest", "--user", "dora", str(chat), "--no-index")
     assert result.code == 0, result.err
-    assert "0 new, 1 already ingested" in result.out and "never proposed" in result.out and "merged as" in result.out
+    assert "0 new, 1 already ingested" in result.out and "not yet in memory" in result.out and "merged as" in result.out
     assert "Porto" in (repo.root / "users" / "dora" / "profile.md").read_text()
     again = cli("--repo", str(repo.root), "memory", "ingest", "--user", "dora", str(chat), "--no-index")
-    assert again.code == 0 and "never proposed" not in again.out and "merged" not in again.out
+    assert again.code == 0 and "not yet in memory" not in again.out and "merged" not in again.out
+
+
+def test_a_rerun_does_not_propose_again_what_waits_on_an_open_branch(cli, tmp_path: Path) -> None:
+    from kb.evidence import add_items
+    from kb.intake import prepare_messages
+    from kb.sessions import read_sessions
+    from pipeline.propose import propose
+
+    repo = init_repository(tmp_path / "kb")
+    chat = write_chat(
+        tmp_path / "s.json", [("user", "I live in Porto and I work as a baker."), ("assistant", "Noted.")], "2024-05-01T10:00:00Z"
+    )
+    session = read_sessions(chat).sessions[0]
+    add_items(
+        repo,
+        [
+            prepare_messages(
+                list(session.messages), session.source, "user:dora", session.meta | {"session_date": session.date, "title": session.title}
+            )
+        ],
+    )
+    waiting = propose(repo)  # an open proposal, as a needs-human run leaves it
+    branches_before = sorted(repo.git.branches.local)
+    result = cli("--repo", str(repo.root), "memory", "ingest", "--user", "dora", str(chat), "--no-index")
+    assert result.code == 0 and "not yet in memory" not in result.out and "proposal" not in result.out
+    assert sorted(repo.git.branches.local) == branches_before and waiting.branch in branches_before
