@@ -12,8 +12,8 @@ import tempfile
 import traceback
 from pathlib import Path
 
-import click
 import typer
+from typer import TyperException
 
 from kb.cli import evaluate, loop, memory, reading, repository
 from kb.cli.common import RepoOpt, set_repo_option
@@ -68,14 +68,14 @@ def main(argv: list[str] | None = None) -> None:
         if exc.hint:
             typer.echo(f"hint: {exc.hint}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except TyperException as exc:  # typer's own click: usage errors, bad parameters, no such command
+        exc.show()  # type: ignore[attr-defined]
+        sys.exit(getattr(exc, "exit_code", 2))
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)

@@ -91,3 +91,29 @@ def test_readme_documents_every_command() -> None:
 def test_python_dash_m_kb_works() -> None:
     result = subprocess.run([sys.executable, "-m", "kb", "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "evidence" in result.stdout
+
+
+USAGE_ERRORS = [
+    ["serch", "x"],
+    ["search", "--k", "abc", "x"],
+    ["search"],
+    ["check", "--nope"],
+    ["evidence", "add"],
+    ["memory", "context", "--user"],
+    ["-h"],
+    [],
+]
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS, ids=lambda a: " ".join(a) or "no arguments")
+def test_usage_errors_exit_2_with_usage_text_and_no_crash_log(cli, tmp_path: Path, args: list[str]) -> None:
+    import tempfile
+
+    crashes = Path(tempfile.gettempdir()) / "kb-crashes"
+    before = set(crashes.glob("*.log")) if crashes.is_dir() else set()
+    result = cli(*args, cwd=tmp_path)
+    assert result.code == 2, (result.out, result.err)
+    assert "Usage: kb" in result.err or result.err.startswith("Error: ")
+    assert "this is a bug" not in result.err and "Traceback" not in result.err
+    after = set(crashes.glob("*.log")) if crashes.is_dir() else set()
+    assert after - before == set()
