@@ -130,6 +130,17 @@ def _profile_item(pages: _Pages, path: str) -> ContextItem | None:
     )
 
 
+def _require_known_user(repo: Repo, user: str, scope: str) -> None:
+    """A NotFoundError for a user with no evidence and no pages at HEAD (a mistyped id, most often)."""
+    head = repo.head()
+    folder = folder_for_scope(scope)
+    if head is None or not (any(e.scope == scope for e in ledger_at(repo, head)) or repo.tree_files(head, (folder,))):
+        raise NotFoundError(
+            f"no memory for user {user!r} (no evidence and no pages in {folder})",
+            hint=f"check the user id, or ingest sessions with `kb memory ingest --user {user} FILE...`",
+        )
+
+
 def build_context(
     repo: Repo, user: str, question: str, budget: int = 2000, variant: str = "both", k: int = 20, searcher: Searcher | None = None
 ) -> MemoryContext:
@@ -140,6 +151,7 @@ def build_context(
         raise UsageError(f"unknown variant {variant!r}", hint="use raw, pages or both")
     if budget < 1:
         raise UsageError("--budget must be a positive number of tokens")
+    _require_known_user(repo, user, scope)
     query = make_query(question, scope, k=k)
     searcher = searcher or open_searcher(repo)
     commit = repo.resolve(searcher.manifest.source_commit)

@@ -17,7 +17,7 @@ from agents.llm import Usage
 from agents.loop import stopped_run
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask
 from kb.clock import compact_utc
-from kb.errors import KbError, NotFoundError, UsageError
+from kb.errors import KbError, NotFoundError
 from kb.evidence import LedgerEntry, ledger_at
 from kb.page import parse_page
 from kb.repo import Repo, diff_trees
@@ -147,10 +147,11 @@ def propose(
     """Create a work branch with the Proposer's change for the selected evidence."""
     agents = agents or make_agents(repo.config)
     entries = select_evidence(repo, ids, since)
-    if not entries:
-        raise UsageError("no new evidence to propose from", hint="add evidence with `kb evidence add`, or name items with --evidence")
     head = repo.head()
-    assert head is not None
+    if not entries or head is None:  # nothing new is not a failure: `kb evidence add f && kb run` stays green
+        base = str(head.id) if head is not None else ""
+        note = "no new evidence: every item in the ledger has been proposed (add evidence with `kb evidence add`)"
+        return Proposal("", base, None, (), (), 0, 0, agents.proposer.identity, "", (note,))
     branch = branch_name(entries)
     workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed_prefixes(entries))
     run_dir = new_run_dir(repo, "propose")

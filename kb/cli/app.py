@@ -11,6 +11,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from typer import TyperException
@@ -32,8 +33,21 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"kb {version('kb')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root(repo: RepoOpt = None) -> None:
+def _root(
+    repo: RepoOpt = None,
+    _version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
+    ] = False,
+) -> None:
     set_repo_option(repo)
 
 

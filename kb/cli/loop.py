@@ -72,8 +72,15 @@ def merge(
     Example: kb merge kb/20250618-alice-5e8072
     """
     from pipeline.merge import merge_branch
+    from pipeline.review import merged_as
 
-    result = merge_branch(open_repo(), branch, build_index=not no_index)
+    repo = open_repo()
+    if branch not in repo.git.branches.local:
+        commit = merged_as(repo, branch)
+        if commit is not None:
+            echo(f"{branch} is already merged as {commit[:10]}; nothing to do")
+            return
+    result = merge_branch(repo, branch, build_index=not no_index)
     echo(f"merged {result.branch} as {result.commit[:10]}; review record {result.record_path}")
     if result.index is not None:
         echo(f"index: {result.index.summary()}")
@@ -89,7 +96,7 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
 
     result = run_loop(open_repo(), evidence or None, since, build_index=not no_index)
     if result.proposal.head is None:
-        echo("nothing to do: no claims could be proposed from the new evidence")
+        echo(f"nothing to do: {'; '.join(result.proposal.notes) or 'no claims could be proposed from the new evidence'}")
         return
     echo(
         f"proposed {result.proposal.branch}: {result.proposal.claims} claim(s), {result.proposal.closed} closed, {len(result.proposal.files)} file(s)"

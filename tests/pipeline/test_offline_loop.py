@@ -56,9 +56,10 @@ def test_proposing_twice_changes_nothing(sample_repo: tuple[Repo, dict[str, str]
     repo, _ = sample_repo
     run_loop(repo, build_index=False)
     head = repo.head().id
-    with pytest.raises(Exception, match="no new evidence"):
-        propose(repo)
+    again = propose(repo)
+    assert again.head is None and again.notes[0].startswith("no new evidence")
     assert repo.head().id == head
+    assert not [b for b in repo.git.branches.local if b.startswith("kb/")]
 
 
 def test_merge_refuses_without_approval_and_with_a_stale_one(sample_repo: tuple[Repo, dict[str, str]]) -> None:
