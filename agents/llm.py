@@ -28,6 +28,9 @@ RETRY_BASE_DELAY_S = 1.0
 RETRY_MAX_DELAY_S = 30.0
 
 _SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)")
+_CREDENTIAL_TROUBLE = re.compile(
+    r"missing credentials|no api key|api key (?:is )?(?:missing|not (?:set|provided|found))|unauthori[sz]ed", re.IGNORECASE
+)
 
 
 def load_litellm() -> ModuleType:
@@ -138,12 +141,15 @@ class LiteLLMClient:
             litellm.InternalServerError,
             litellm.BadGatewayError,
         )
+        _require_api_key(litellm, self.settings)
         request = self._request(messages, tools)
         attempts = self.settings.max_retries + 1
         for attempt in range(attempts):
             try:
                 response = litellm.completion(**request)
             except transient as exc:
+                if _CREDENTIAL_TROUBLE.search(str(exc)):  # some providers report a missing key as a 500
+                    raise ModelError(f"{self.settings.model}: {_describe(exc)}", hint=_key_hint(litellm, self.settings.model)) from exc
                 if attempt + 1 == attempts:
                     raise ModelError(
                         f"{self.settings.model}: {_describe(exc)} (gave up after {attempts} attempts)",
@@ -175,6 +181,25 @@ class LiteLLMClient:
         if settings.api_base is not None:
             request["api_base"] = settings.api_base
         return request
+
+
+def _require_api_key(litellm: ModuleType, settings: ModelRole) -> None:
+    """Fail before the first call when the provider's API-key variable is not set.
+
+    Only ``*_API_KEY`` variables count: a local server (``api_base``) or a provider that can take
+    credentials from elsewhere (cloud roles, application-default credentials) is left to try.
+    """
+    if settings.api_base is not None or "api_key" in settings.options:
+        return
+    try:
+        missing = list(litellm.validate_environment(model=settings.model).get("missing_keys") or [])
+    except Exception:  # an unknown provider: let the call itself say what is wrong
+        return
+    if missing and all(name.endswith("_API_KEY") for name in missing):
+        raise ModelError(
+            f"{settings.model}: no API key: {' or '.join(missing)} is not set",
+            hint=f"export {missing[0]}=... (the provider's key), or configure another model in kb.config.yaml",
+        )
 
 
 def _openai_error() -> type[Exception]:

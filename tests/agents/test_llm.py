@@ -136,15 +136,37 @@ def test_an_auth_error_fails_at_once_without_showing_the_key(scripted: Install, 
     assert handler.remaining("proposer") == 1
 
 
-def test_an_auth_error_hint_names_the_missing_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_auth_error_with_a_key_set_says_the_key_was_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     # litellm's mock_response raises the error inside litellm.completion for a real model name.
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    auth = litellm.AuthenticationError(message="no key", llm_provider="openai", model="gpt-4o")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-a-real-key-0123456789")
+    auth = litellm.AuthenticationError(message="bad key", llm_provider="openai", model="gpt-4o")
     llm, _ = client("gpt-4o", options={"mock_response": auth})
 
     with pytest.raises(ModelError) as raised:
         llm.complete(ASK)
-    assert raised.value.hint == "set OPENAI_API_KEY in the environment"
+    assert raised.value.hint == "the provider rejected the API key in its environment variable; check or replace it"
+
+
+def test_a_missing_api_key_fails_before_any_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm, slept = client("openai/gpt-4o", max_retries=4)
+    with pytest.raises(ModelError) as raised:
+        llm.complete(ASK)
+    assert raised.value.message == "openai/gpt-4o: no API key: OPENAI_API_KEY is not set"
+    assert raised.value.hint.startswith("export OPENAI_API_KEY=") and raised.value.exit_code == 10
+    assert slept == []
+    # a local server needs no key: the call goes ahead (and here meets the mocked reply)
+    local, _ = client("openai/gpt-4o", api_base="http://127.0.0.1:9", options={"mock_response": "ok"})
+    assert local.complete(ASK).content == "ok"
+
+
+def test_missing_credentials_reported_as_a_server_error_are_not_retried(scripted: Install) -> None:
+    outage = litellm.InternalServerError(message="Missing credentials. Please pass an api_key", llm_provider="scripted", model="proposer")
+    handler = scripted({"proposer": [outage, "never reached"]})
+    llm, slept = client(max_retries=4)
+    with pytest.raises(ModelError, match="Missing credentials"):
+        llm.complete(ASK)
+    assert slept == [] and handler.remaining("proposer") == 1
 
 
 def test_a_bad_request_is_not_retried(scripted: Install) -> None:

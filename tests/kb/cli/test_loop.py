@@ -49,3 +49,16 @@ def test_memory_context_for_an_unknown_user_is_not_found(cli, tmp_path: Path) ->
 def test_version(cli) -> None:
     result = cli("--version")
     assert result.code == 0 and result.out.strip() == "kb 0.1.0"
+
+
+def test_a_missing_api_key_stops_kb_run_at_once_with_exit_10(cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    root = _repo_with_a_chat(cli, tmp_path)
+    config = root / "kb.config.yaml"
+    models = "  proposer:\n    model: openai/gpt-4o\n    family: openai\n"
+    config.write_text(config.read_text().replace("  allow_same_family: false", models + "  allow_same_family: false"))
+    pygit2_repo = pygit2.Repository(str(root))
+    head = pygit2_repo.head.target
+    assert_one_error(cli("run", "--no-index", cwd=root), 10, "no API key: OPENAI_API_KEY is not set", "hint: export OPENAI_API_KEY=")
+    assert pygit2_repo.head.target == head
+    assert [b for b in pygit2_repo.branches.local if b.startswith("kb/")] == []
