@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kb.errors import UsageError
 from kb.evidence import add_items
 from kb.intake import prepare_messages
 from kb.repo import Repo
@@ -28,11 +30,26 @@ class IngestResult:
 
 def user_speakers(user: str, sessions: list[Session], speaker: str | None) -> tuple[str, ...]:
     """Which speakers are the user: --speaker, else 'user'/'human' or a speaker named like the id."""
+    names = {s for session in sessions for s in (session.speakers or {m.speaker for m in session.messages})}
     if speaker:
-        return (speaker,)
-    names = {s for session in sessions for s in session.speakers}
-    match = {n for n in names if n.lower().replace(" ", "-") == user or n.lower().split()[0] == user}
-    return tuple(sorted(match)) or ("user", "human")
+        exact = sorted(n for n in names if n.casefold() == speaker.casefold())
+        if exact or not names:
+            return tuple(exact) or (speaker,)
+        close = difflib.get_close_matches(speaker, sorted(names), n=1)
+        raise UsageError(
+            f"no speaker {speaker!r} in these sessions; the speakers are {', '.join(sorted(names))}",
+            hint=f"did you mean --speaker {close[0]!r}?" if close else "pass --speaker with one of the names above",
+        )
+    match = {n for n in names if n.lower().replace(" ", "-") == user or (n.split() and n.lower().split()[0] == user)}
+    if match:
+        return tuple(sorted(match))
+    defaults = {n for n in names if n.lower() in ("user", "human")}
+    if names and not defaults:
+        raise UsageError(
+            f"none of the speakers ({', '.join(sorted(names))}) is named like the user {user!r}, and none is 'user'",
+            hint="say which speaker is the user with --speaker NAME",
+        )
+    return tuple(sorted(defaults)) or ("user", "human")
 
 
 def ingest(

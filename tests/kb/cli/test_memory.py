@@ -28,3 +28,23 @@ def test_memory_bad_input(cli, tmp_path: Path) -> None:
     assert "warning: untimed.json: messages have no timestamps; using the file's time 2023-11-14T22:13:20" in result.err
     stored = next((root / "evidence").rglob("ev-*.md")).read_text()
     assert stored.startswith("[2023-11-14T22:13:20] user: I live in Porto")
+
+
+def test_a_mistyped_speaker_is_refused_with_the_speakers_found(cli, tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    cli("init", str(root))
+    chat = write_chat(
+        tmp_path / "chat.json", [("Deborah", "I moved to Lisbon last spring."), ("Jolene", "How do you like it?")], "2025-05-01T10:00:00"
+    )
+    result = cli("memory", "ingest", "--user", "deb", "--speaker", "Debora", str(chat), "--no-index", cwd=root)
+    assert result.code == 2, result.err
+    assert "error: no speaker 'Debora' in these sessions; the speakers are Deborah, Jolene" in result.err
+    assert "hint: did you mean --speaker 'Deborah'?" in result.err
+    assert not (root / "evidence").exists() or not list((root / "evidence").rglob("ev-*.md"))  # nothing stored
+    # without --speaker, no speaker is named like the user and none is 'user': say so
+    result = cli("memory", "ingest", "--user", "deb", str(chat), "--no-index")
+    assert result.code == 2 and "none of the speakers (Deborah, Jolene) is named like the user 'deb'" in result.err
+    # the right name (any case) goes through
+    result = cli("memory", "ingest", "--user", "deb", "--speaker", "deborah", str(chat), "--no-index")
+    assert result.code == 0, result.err
+    assert "1 session(s): 1 new" in result.out
