@@ -23,6 +23,45 @@ from kb.cli.index import index_app
 from kb.clock import compact_utc
 from kb.errors import EXIT_BUG, KbError
 
+
+def _plain_help_types() -> None:
+    """Help in the words of git and click (``QUERY``, ``TEXT``, ``INTEGER``), not Python's.
+
+    typer 0.29 prints arguments as ``{query}`` and types as ``<str>`` or ``<list[Path]>``; these two
+    overrides of its parameter class (pinned version; a test reads the help) restore the usual form.
+    """
+    from typer import core
+
+    words = {"str": "TEXT", "int": "INTEGER", "float": "FLOAT", "Path": "PATH", "bool": "BOOLEAN"}
+
+    def display_type(self: core._TyperParameter, ctx: object) -> str:
+        label = original(self, ctx)  # type: ignore[arg-type]
+        inner = label.strip("<>")
+        while inner.startswith("list[") and inner.endswith("]"):
+            inner = inner[5:-1]
+        return words.get(inner, inner.upper() if inner.isidentifier() else inner)
+
+    def usage_name(self: core.TyperArgument) -> str:
+        name = (self.metavar or self.name or "").upper()
+        name = name if self.required else f"[{name}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+    def argument_name(self: core.TyperArgument) -> str:
+        return (self.metavar or self.name or "").upper() + ("..." if self.nargs != 1 else "")
+
+    def argument_type(self: core.TyperArgument, ctx: object) -> str | None:
+        label = display_type(self, ctx)
+        return label if "|" in label else None  # an argument's name says what it is; choices stay
+
+    original = core._TyperParameter.display_type
+    core._TyperParameter.display_type = display_type  # type: ignore[method-assign]
+    core.TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+    core.TyperArgument._rich_display_name = argument_name  # type: ignore[method-assign]
+    core.TyperArgument.display_type_rich = argument_type  # type: ignore[method-assign,assignment]
+
+
+_plain_help_types()
+
 app = typer.Typer(
     name="kb",
     help="Git-backed Markdown knowledge base and user memory for AI agents.\n\nExample: kb init my-kb && cd my-kb && kb evidence add chat.json --kind conversation --user alice",

@@ -117,3 +117,14 @@ def test_usage_errors_exit_2_with_usage_text_and_no_crash_log(cli, tmp_path: Pat
     assert "this is a bug" not in result.err and "Traceback" not in result.err
     after = set(crashes.glob("*.log")) if crashes.is_dir() else set()
     assert after - before == set()
+
+
+def test_help_speaks_of_values_not_python_types(cli) -> None:
+    for args in (["search", "--help"], ["evidence", "add", "--help"], ["eval", "retrieval", "--help"], ["memory", "ingest", "--help"]):
+        result = cli(*args)
+        assert result.code == 0
+        for python_word in ("<str>", "<int>", "<float>", "<Path>", "list[", "{query", "{files"):
+            assert python_word not in result.out, (args, python_word, result.out)
+    search = cli("search", "--help").out
+    assert "Usage: kb search [OPTIONS] QUERY" in search and "--k INTEGER" in search and "--as TEXT" in search
+    assert "FILES...  Files to add" in cli("evidence", "add", "--help").out
