@@ -6,7 +6,8 @@ KB=${KB:-kb}
 DEMO_DIR=${DEMO_DIR:-demo}
 SAMPLES=$(cd "$(dirname "$0")/../kb/samples" && pwd)
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; "$@"; }
 
 rm -rf "$DEMO_DIR"
 step "$KB" init "$DEMO_DIR"
@@ -19,7 +20,12 @@ step "$KB" run
 step "$KB" memory show --user alice
 # a later session changes two facts: the older claims are closed, not overwritten
 step "$KB" evidence add "$SAMPLES/alice-2025-06-18.json" --kind conversation --user alice
-branch=$("$KB" propose | tee /dev/stderr | sed -n 's/^branch \([^ ]*\) .*/\1/p')
+# (captured, then printed: a `tee /dev/stderr` would reopen, and so truncate, a log file that
+# holds both streams, as in `make demo > log 2>&1`)
+printf '\n$ %s propose\n' "$KB"
+proposal=$("$KB" propose)
+printf '%s\n' "$proposal"
+branch=$(printf '%s\n' "$proposal" | sed -n 's/^branch \([^ ]*\) .*/\1/p')
 step "$KB" review "$branch"
 step "$KB" merge "$branch"
 step "$KB" check
