@@ -6,7 +6,9 @@ DEMO_DIR ?= demo
 
 DATA ?= ../shared/data
 
-.PHONY: setup demo lint test bench bench-check bench-loop bench-memory bench-retrieval clean
+PREFIX ?= $(HOME)/.local
+
+.PHONY: setup install demo lint test bench bench-check bench-loop bench-memory bench-retrieval clean
 
 setup: $(VENV)/.installed
 
@@ -15,6 +17,14 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
+
+# `kb` on the PATH without touching any other environment: a link to .venv/bin/kb (whose
+# shebang names .venv's python) in $(PREFIX)/bin.
+install: setup
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(CURDIR)/$(BIN)/kb $(PREFIX)/bin/kb
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) echo "kb installed: $(PREFIX)/bin/kb";; \
+	  *) echo "kb installed in $(PREFIX)/bin, which is not on your PATH: add  export PATH=\"$(PREFIX)/bin:\$$PATH\"  to your shell profile";; esac
 
 demo: setup
 	KB=$(CURDIR)/$(BIN)/kb DEMO_DIR=$(DEMO_DIR) bash scripts/demo.sh
