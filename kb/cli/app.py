@@ -22,6 +22,7 @@ from kb.cli.evidence import evidence_app
 from kb.cli.index import index_app
 from kb.clock import compact_utc
 from kb.errors import EXIT_BUG, KbError
+from kb.progress import Reporter, set_reporter
 
 
 def _plain_help_types() -> None:
@@ -86,8 +87,10 @@ def _root(
     _version: Annotated[
         bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
     ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
 ) -> None:
     set_repo_option(repo)
+    set_reporter(Reporter(quiet=quiet))
 
 
 app.command("init")(repository.init)

@@ -8,13 +8,13 @@ No command lives here, and nothing here imports a command module, so the command
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from kb.errors import UsageError
+from kb.progress import report
 
 if TYPE_CHECKING:
     from kb.repo import Repo
@@ -60,8 +60,5 @@ def parse_cutoffs(text: str) -> list[int]:
 
 
 def progress(stage: str, done: int, total: int) -> None:
-    """Progress of long work on stderr, on a terminal only."""
-    if sys.stderr.isatty():
-        typer.echo(f"\r{stage}: {done}/{total}", err=True, nl=False)
-        if done >= total:
-            typer.echo("", err=True)
+    """Progress of long work on stderr (kb.progress: in place on a terminal, plain lines in a log)."""
+    report(stage, done, total)

@@ -1,0 +1,79 @@
+"""Progress lines: in place with rate and time left on a terminal, periodic plain lines in a log,
+nothing with --quiet."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from kb.progress import PLAIN_EVERY_S, Reporter
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_log_gets_a_line_at_the_start_every_period_and_at_the_end() -> None:
+    stream, clock = io.StringIO(), Clock()
+    report = Reporter(stream, clock=clock)
+    report("embed", 0, 100)
+    for done in range(1, 100):
+        clock.now += 0.5  # 2 chunks a second
+        report("embed", done, 100)
+    clock.now += 0.5
+    report("embed", 100, 100)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "embed: 0/100"
+    assert lines[-1] == "embed: 100/100 in 50s"
+    periodic = lines[1:-1]
+    assert PLAIN_EVERY_S == 10.0
+    assert periodic == [f"embed: {n}/100 (2.0/s, about {(100 - n) // 2}s left)" for n in (20, 40, 60, 80)]
+    assert "\r" not in stream.getvalue()
+
+
+def test_a_terminal_gets_one_line_rewritten_in_place() -> None:
+    stream, clock = Tty(), Clock()
+    report = Reporter(stream, clock=clock)
+    for done in range(0, 4):
+        report("text index", done, 3)
+        clock.now += 30
+    out = stream.getvalue()
+    assert out.count("\r\033[K") == 4 and out.endswith("text index: 3/3 in 1m30s\n")
+    assert "\r\033[Ktext index: 1/3 (30.0s each, about 1m00s left)" in out
+    assert out.count("\n") == 1
+
+
+def test_a_new_stage_closes_the_previous_terminal_line() -> None:
+    stream = Tty()
+    report = Reporter(stream, clock=Clock())
+    report("embed", 1, 5)
+    report("text index", 0, 5)
+    assert stream.getvalue().count("\n") == 1
+
+
+def test_quiet_prints_nothing() -> None:
+    stream = Tty()
+    Reporter(stream, quiet=True)("embed", 1, 1)
+    assert stream.getvalue() == ""
+
+
+def test_index_build_reports_progress_to_a_log_and_quiet_silences_it(cli, tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    cli("init", str(root))
+    doc = tmp_path / "policy.md"
+    doc.write_text("# Policy\n\nTrips are booked 14 days ahead.\n\nMeals are paid up to 40 euros a day.\n")
+    assert cli("evidence", "add", str(doc), cwd=root).code == 0
+    result = cli("index", "build")
+    assert result.code == 0, result.err
+    assert any(line.startswith("embed: ") and " in " in line for line in result.err.splitlines()), result.err
+    quiet = cli("--quiet", "index", "build", "--full")
+    assert quiet.code == 0 and quiet.err == ""
