@@ -10,6 +10,7 @@ from pathlib import Path
 from kb.errors import UsageError
 from kb.evidence import add_items
 from kb.intake import prepare_messages
+from kb.progress import report
 from kb.repo import Repo
 from kb.scopes import user_scope
 from kb.sessions import Session, read_sessions
@@ -63,10 +64,12 @@ def ingest(
     scope = user_scope(user)
     sessions: list[Session] = []
     warnings: list[str] = []
-    for path in paths:
+    for n, path in enumerate(paths):
+        report("read session files", n, len(paths))
         read = read_sessions(path, sample)
         sessions.extend(read.sessions)
         warnings.extend(read.warnings)
+    report("read session files", len(paths), len(paths))
     sessions.sort(key=lambda s: (s.date, s.source))
     speakers = user_speakers(user, sessions, speaker)
     items = [prepare_messages(list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}) for s in sessions]

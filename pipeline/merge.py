@@ -18,6 +18,7 @@ from agents.protocols import AgentIdentity
 from ci.gate import run_gate
 from kb.clock import iso_utc, utc_now
 from kb.errors import ConflictError, GateError
+from kb.progress import report
 from kb.repo import FILEMODE_BLOB, Repo
 from pipeline.records import ReviewRecord, proposal_info, reviews_of
 from pipeline.review import branch_base, clean_workspace
@@ -179,5 +180,5 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
     if build_index:
         from kb.retrieval.build import build_index as build
 
-        result_index = build(repo)
+        result_index = build(repo, progress=report)
     return MergeResult(branch, str(commit_id), record_path, result_index)

@@ -26,6 +26,7 @@ from typing import Any
 from kb.errors import FormatError, UsageError
 from kb.evidence import ledger_at
 from kb.memory_context import VARIANTS, ContextItem, build_context
+from kb.progress import report
 from kb.repo import Repo
 from kb.scaffold import init_repository
 from kb.sessions import MAX_CASE_BYTES
@@ -97,14 +98,17 @@ def ingest_locomo(repo: Repo, path: Path, limit: int | None) -> tuple[list[dict[
     samples = samples[:limit] if limit else samples
     sessions = 0
     start = time.perf_counter()
-    for sample in samples:
+    report("ingest speakers", 0, 2 * len(samples))
+    for n, sample in enumerate(samples):
         conv = sample["conversation"]
-        for speaker in (conv["speaker_a"], conv["speaker_b"]):
+        for m, speaker in enumerate((conv["speaker_a"], conv["speaker_b"])):
+            report("ingest speakers", 2 * n + m, 2 * len(samples))
             user = slug(f"{sample.get('sample_id', 'conv')}-{speaker}")
             result = ingest(repo, user, [path], sample=str(sample.get("sample_id")), speaker=speaker, build_index=False)
             sessions += result.sessions
             if result.run is not None and result.run.merge is None:
                 raise UsageError(f"memory for {user} was not merged: {result.run.reason}")
+    report("ingest speakers", 2 * len(samples), 2 * len(samples))
     seconds = time.perf_counter() - start
     return samples, {
         "sessions": sessions,
@@ -139,7 +143,7 @@ def eval_locomo(
     repo = eval_repository(workdir / "locomo", config_text)
     samples, ingest_stats = ingest_locomo(repo, path, limit)
     start = time.perf_counter()
-    build_index(repo)
+    build_index(repo, progress=report)
     index_s = time.perf_counter() - start
     searcher = open_searcher(repo)
     turns = turn_map(repo)
@@ -202,8 +206,10 @@ def eval_cases(
         # Setup") would put the question's own words into every claim about the user
         user = f"user-{chr(ord('a') + n % 26)}{'' if n < 26 else chr(ord('a') + n // 26 - 1)}"
         users[case] = user
+        report("ingest cases", n, len(cases))
         ingest(repo, user, [case], build_index=False)
-    build_index(repo)
+    report("ingest cases", len(cases), len(cases))
+    build_index(repo, progress=report)
     searcher = open_searcher(repo)
     rows = []
     for case in cases:
