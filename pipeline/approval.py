@@ -209,9 +209,9 @@ def recheck(repo: Repo, workspace: Workspace, branch: str, base: pygit2.Commit, 
     task = review_task(repo, branch, base, head, gate, evidence)
     outcome = OfflineReviewer().review(task, branch_backend(workspace, base))
     if outcome.verdict != "approve":
-        first = outcome.comments[0]
+        problem = outcome.comments[0]
         raise DeterministicReviewError(
-            f"the deterministic Reviewer does not approve {str(head.id)[:10]}: {first.path}:{first.line}: {first.message}",
+            f"the deterministic Reviewer does not approve {str(head.id)[:10]}: {problem.path}:{problem.line}: {problem.message}",
             hint=f"fix the branch (`kb review {branch}` lists every problem); no approval overrides it",
         )
 
