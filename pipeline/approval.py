@@ -144,7 +144,7 @@ def verified_reviews(
 def latest_verdicts(records: list[ReviewRecord]) -> dict[tuple[str, str], ReviewRecord]:
     """Each reviewer's latest review (by its signed time; the note's order breaks ties)."""
     latest: dict[tuple[str, str], ReviewRecord] = {}
-    for record in sorted(records, key=lambda r: r.at):  # stable: equal times keep the note's order
+    for record in sorted(records, key=lambda r: r.when()):  # stable: equal times keep the note's order
         latest[(record.reviewer_model, record.reviewer_family)] = record
     return latest
 

@@ -71,6 +71,11 @@ class ReviewRecord:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    def when(self) -> dt.datetime:
+        """``at`` as an aware time (a time without a zone is read as UTC), for ordering reviews."""
+        moment = dt.datetime.fromisoformat(self.at)
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.UTC)
+
     def payload(self) -> bytes:
         """What the signature covers: the canonical JSON of every field but the signature."""
         data = {k: v for k, v in self.to_json().items() if k != "signature"}

@@ -121,6 +121,7 @@ def test_a_malformed_note_is_a_clear_error_never_a_crash(cli, proposed: tuple[Re
     [
         [("approve", T1), ("request_changes", T2)],  # approved, then the same reviewer asked for changes
         [("request_changes", T2), ("approve", T1)],  # an older approval appended after the refusal
+        [("request_changes", "2025-01-01T01:00:00"), ("approve", "2025-01-01T02:00:00+03:00")],  # by time, not text: 23:00Z is earlier
     ],
 )
 def test_an_approval_does_not_outweigh_a_later_request_for_changes(cli, proposed: tuple[Repo, Work], order) -> None:
