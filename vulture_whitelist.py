@@ -24,6 +24,9 @@ _.list_items  # kb/cli/evidence.py: `kb evidence list`
 # pydantic reads these: model configuration and validators registered by decorator.
 _.model_config  # agents/schemas.py, agents/tools.py, kb/config.py, pipeline/eval/judge.py
 _._ordered  # agents/tools.py: ReadEvidenceArgs' @model_validator (end not before start)
+_._claim_faults_name_both_lines  # agents/schemas.py: ReviewComment's @model_validator (claim faults give both lines)
+_._timestamp  # pipeline/records.py: ReviewRecord's @field_validator on at (ISO date-time)
+_._comments  # pipeline/records.py: ReviewRecord's @field_validator on comments (each a Comment)
 _._no_reserved_or_secret_options  # kb/config.py: ModelRole's @field_validator on options
 
 # Fields of model output and of records written as JSON (asdict / model_dump): they are read

@@ -1,8 +1,8 @@
 """The Reviewer: a read-only agent that checks a change claim by claim against raw evidence.
 
 ``review_with_model`` gives the model the diff, the changed files, the gate findings, the
-evidence ids (all as untrusted data), with the read tools,
-``comment`` and ``verdict``. It has no write tool. The returned run's ``result`` is the
+evidence ids and the list of added or changed claims with their page lines and citations (all as
+untrusted data), with the read tools, ``comment`` and ``verdict``. It has no write tool. The returned run's ``result`` is the
 validated ``Verdict`` and its ``comments`` the collected review comments; the pipeline binds
 the verdict to ``task.head``, the commit that was reviewed.
 """
@@ -17,6 +17,9 @@ from agents.protocols import AgentIdentity, ReviewOutcome, ReviewTask
 from agents.schemas import Comment, Verdict
 from agents.tools import REVIEWER_TOOLS
 from agents.untrusted import wrap_untrusted
+from kb.errors import FormatError
+from kb.markdown import Citation
+from kb.page import Page, parse_page
 
 MAX_STEPS = 60
 MAX_INVALID = 3
@@ -65,6 +68,44 @@ def review_with_model(client: LiteLLMClient, backend: ReadBackend, task: ReviewT
     return run
 
 
+def _claims(text: str | None, path: str) -> dict[tuple[str, tuple[str, ...]], tuple[int, list[Citation]]]:
+    """A page's claims: (text, cited references) -> (file line, citations)."""
+    if text is None or not path.endswith(".md"):
+        return {}
+    try:
+        page: Page = parse_page(text, path)
+    except FormatError:
+        return {}
+    structure = page.structure
+    by_label = {c.label: c for c in structure.citations}
+    out: dict[tuple[str, tuple[str, ...]], tuple[int, list[Citation]]] = {}
+    for claim in structure.claims:
+        cites = [by_label[label] for label in claim.labels if label in by_label]
+        refs = tuple(f"{c.evidence_id}#L{c.start}-L{c.end}" if c.evidence_id else c.raw for c in cites)
+        out.setdefault((claim.text, refs), (claim.line, cites))
+    return out
+
+
+def claims_to_check(task: ReviewTask) -> str:
+    """Every claim the change adds or changes (page line, text, what it cites) and every claim it
+    removes: the Reviewer's checklist, computed from the pages before and after."""
+    lines = []
+    for path in task.changed_files:
+        before = _claims(task.before.get(path), path)
+        after = _claims(task.after.get(path), path)
+        for key, (line, cites) in sorted(after.items(), key=lambda item: item[1][0]):
+            if key in before:
+                continue
+            cited = "; ".join(
+                f'{c.evidence_id}#L{c.start}-L{c.end} "{c.quote}"' if c.evidence_id else f"malformed citation [^{c.label}]" for c in cites
+            )
+            lines.append(f"- {path}:{line}: {key[0]}\n  cites: {cited or 'nothing'}")
+        for key, (line, _) in sorted(before.items(), key=lambda item: item[1][0]):
+            if key not in after:
+                lines.append(f"- removed from {path} (was line {line}): {key[0]}")
+    return "\n".join(lines)
+
+
 def review_prompt(task: ReviewTask) -> str:
     """The user message of a Reviewer run."""
     files = "\n".join(f"- {path}" for path in task.changed_files) or "- (none)"
@@ -76,9 +117,15 @@ def review_prompt(task: ReviewTask) -> str:
     ]
     parts.append("Findings of the deterministic checks on this commit:")
     parts.append(wrap_untrusted(task.gate_text or "no findings", "gate findings"))
+    parts.append(
+        "Claims added or changed (page line: claim, then what it cites) and claims removed. Check each one against "
+        "its cited lines and the lines around them:"
+    )
+    parts.append(wrap_untrusted(claims_to_check(task) or "(no claim added, changed or removed)", "claims to check"))
     parts.append("The diff (line numbers in comments refer to the new version of each file):")
     parts.append(wrap_untrusted(task.diff or "(empty diff)", f"diff {task.head}"))
     parts.append(
-        "Check every added or changed claim against its cited evidence with read_evidence, comment on each problem, then call verdict."
+        "Check every claim listed above against its cited evidence and its surroundings with read_evidence; comment on each "
+        "problem with the page line, the fault and the evidence line; then call verdict."
     )
     return "\n\n".join(parts)

@@ -231,7 +231,8 @@ READ_TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "read_evidence",
-        "Read raw evidence lines, numbered as citations use them (ev-<id>#L<start>-L<end>). Quote from here verbatim.",
+        "Read raw evidence lines, numbered as citations use them (ev-<id>#L<start>-L<end>). Quote from here verbatim. "
+        "To check a claim, read a few lines before and after its cited span: who speaks, when, under which condition.",
         ReadEvidenceArgs,
         "read",
         _read_evidence,
@@ -285,7 +286,9 @@ SUBMIT = Tool(
 )
 COMMENT = Tool(
     "comment",
-    "Record one review comment on a file and line, with the evidence reference that disagrees. Call it once per problem.",
+    "Record one review problem: the page path and line of the claim, the fault (meaning_changed, over_generalisation, "
+    "unsupported_inference, ...), the evidence line(s) that show it (ev-<id>#L<n>) and what would fix it. "
+    "Call it once per problem.",
     ReviewComment,
     "collect",
 )

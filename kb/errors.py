@@ -87,9 +87,53 @@ class ModelError(KbError):
 
 
 class GateError(KbError):
-    """A merge refused by the gate: failing checks, missing or stale approval."""
+    """A merge refused by the gate: failing checks, missing or stale approval, an approval from the
+    proposer's own family, a review note that does not match its schema (``MalformedReviewError``).
+    The subclasses below are refusals of a review that cannot be trusted, each with its own code
+    (docs/review.md, "Why a merge is refused")."""
 
     exit_code = 11
+
+
+class MalformedReviewError(GateError):
+    """A review note that is not valid JSON or does not match the review record's schema."""
+
+    exit_code = 11
+    default_hint = "remove the note (`git notes --ref kb-reviews remove COMMIT`) and run `kb review BRANCH` again"
+
+
+class ReviewBlockedError(GateError):
+    """The latest verdict of a reviewer on the exact head is request_changes."""
+
+    exit_code = 13
+
+
+class SignatureError(GateError):
+    """A review that is not signed, whose signature does not verify, or whose signer is not an
+    allowed signer of the repository; no signing key to review with; a branch that changes the
+    allowed signers."""
+
+    exit_code = 14
+
+
+class ReviewMismatchError(GateError):
+    """A review note whose fields (head, branch, base, proposer, reviewer) do not match the commit
+    and branch it annotates: a note copied from elsewhere or edited."""
+
+    exit_code = 15
+
+
+class ProvenanceError(GateError):
+    """A work branch without the proposer's trailers (Kb-Proposer-Model, Kb-Proposer-Family)."""
+
+    exit_code = 16
+    default_hint = "propose the change with `kb propose` (or `kb run`), which records who proposed it"
+
+
+class DeterministicReviewError(GateError):
+    """The built-in deterministic Reviewer, run again at merge, does not approve the head."""
+
+    exit_code = 17
 
 
 class BudgetExceededError(KbError):

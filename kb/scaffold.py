@@ -1,4 +1,9 @@
-"""``kb init``: create a knowledge repository (a real git repository with a first commit)."""
+"""``kb init``: create a knowledge repository (a real git repository with a first commit).
+
+The first commit lists this machine's review signing key in ``reviewers/allowed_signers``
+(the key is created outside the repository when absent, ``kb.signing``), so the change loop
+signs and verifies reviews from the start with no manual step.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from kb.evidence import LEDGER_PATH
 from kb.page import page_id_for_path, render_page
 from kb.repo import Repo
 from kb.scopes import KNOWLEDGE_DIR, SYSTEM, USERS_DIR
+from kb.signing import SIGNERS_FILE, SIGNERS_HEADER, load_or_create_key, signer_line
 
 GITIGNORE = ".kb/\n"
 KNOWLEDGE_INDEX_BODY = """\
@@ -41,6 +47,7 @@ def planned_files(name: str) -> dict[str, str]:
             page_id_for_path(knowledge_index), "Knowledge", "Entry page of the shared knowledge.", SYSTEM, KNOWLEDGE_INDEX_BODY
         ),
         USERS_DIR + ".gitkeep": "",
+        SIGNERS_FILE: SIGNERS_HEADER,
     }
 
 
@@ -56,11 +63,17 @@ def init_repository(path: Path, name: str | None = None) -> Repo:
             f"{root} already has {existing[0]}; kb init never overwrites files",
             hint="use an empty folder, or work in the existing repository",
         )
+    key, _ = load_or_create_key()  # before anything is written: an unusable key leaves no half repository
     root.mkdir(parents=True, exist_ok=True)
     if (root / ".git").exists():
         git = pygit2.Repository(str(root))
     else:
         git = pygit2.init_repository(str(root), initial_head="main")
+    try:
+        principal = git.default_signature.email or "kb-reviewer"
+    except (KeyError, pygit2.GitError):
+        principal = "kb-reviewer"
+    files[SIGNERS_FILE] += signer_line(principal.replace(" ", "") or "kb-reviewer", key)
     for rel, text in files.items():
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ def feedback_text(review: ReviewResult) -> str:
     reviewer_comments = [c for c in review.comments if c.kind != "gate"]
     if reviewer_comments:
         lines.append("Reviewer comments:")
-        lines += [f"- {c.path}:{c.line}: {c.message}" + (f" (evidence {c.evidence})" if c.evidence else "") for c in reviewer_comments]
+        lines += [f"- {c.where()}" for c in reviewer_comments]
     return "\n".join(lines)
 
 

@@ -1,8 +1,9 @@
 """`kb merge BRANCH`: the merge gate, the merge commit with its audit trail, the index rebuild.
 
 Refuses unless the checks pass on the branch head and a Reviewer of another family (than the
-Proposer) approved that exact commit. The merge commit's trailers and ``reviews/<...>.json``
-record evidence, base, models, families, rounds and verdicts, so git alone tells the story.
+Proposer) approved that exact commit in a signed review that matches it (``pipeline.approval``).
+The merge commit's trailers and ``reviews/<...>.json`` record evidence, base, models, families,
+rounds and verdicts, so git alone tells the story.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kb.clock import iso_utc, utc_now
 from kb.errors import ConflictError, GateError
 from kb.progress import report
 from kb.repo import FILEMODE_BLOB, Repo
+from pipeline.approval import approved_review
 from pipeline.records import ReviewRecord, proposal_info, reviews_of
 from pipeline.review import branch_base, clean_workspace
 from pipeline.workspace import WRITABLE, Workspace, remove_workspace
@@ -34,32 +36,6 @@ class MergeResult:
     commit: str
     record_path: str
     index: BuildResult | None  # None with --no-index
-
-
-def _approval(repo: Repo, head: pygit2.Commit, base: pygit2.Commit, proposer_family: str, allow_same: bool) -> ReviewRecord:
-    records = reviews_of(repo, str(head.id))
-    approvals = [r for r in records if r.verdict == "approve"]
-    valid = [r for r in approvals if allow_same or r.reviewer_family != proposer_family]
-    if valid:
-        return valid[-1]
-    if approvals:
-        raise GateError(
-            f"the approval of {str(head.id)[:10]} is by a {approvals[-1].reviewer_family} reviewer, the proposer's own family",
-            hint="review with a model of another family, or set models.allow_same_family: true",
-        )
-    for commit in repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
-        if commit.id == base.id:
-            break
-        if commit.id != head.id and any(r.verdict == "approve" for r in reviews_of(repo, str(commit.id))):
-            raise GateError(
-                f"stale approval: {str(commit.id)[:10]} was approved, but the branch moved to {str(head.id)[:10]} after the review",
-                hint=f"run `kb review {records[0].branch if records else 'BRANCH'}` again",
-            )
-    last = records[-1].verdict if records else None
-    raise GateError(
-        f"no approval for {str(head.id)[:10]}" + (f" (last verdict: {last})" if last else " (never reviewed)"),
-        hint="run `kb review BRANCH` first",
-    )
 
 
 @dataclass(frozen=True)
@@ -160,12 +136,11 @@ def _commit_merge(repo: Repo, index: pygit2.Index, record: MergeRecord, record_p
 
 
 def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.datetime | None = None) -> MergeResult:
-    allow_same = repo.config.models.allow_same_family
     workspace = clean_workspace(repo, branch)
     head = workspace.head()
     base = branch_base(repo, head)
     info = proposal_info(repo, head, base.id)
-    approval = _approval(repo, head, base, info.get("Kb-Proposer-Family", "unknown"), allow_same)
+    approval = approved_review(repo, workspace, branch, base, info)
     _check_gate(workspace, branch, base)
     main = repo.head()
     assert main is not None

@@ -1,7 +1,8 @@
 """`kb review BRANCH`: the gate, then the Reviewer, on the exact head commit of a work branch.
 
 The verdict and comments are recorded as a git note on that commit (pipeline.records), so an
-approval is bound to what was reviewed.
+approval is bound to what was reviewed, and signed with the reviewing process's key, so that a
+note written by hand is not a review (docs/review.md).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from kb.errors import ConflictError, KbError
 from kb.repo import Repo, diff_trees
 from kb.scopes import KNOWLEDGE_DIR, PAGE_FOLDERS, folder_for_scope, scope_for_path
 from pipeline.backend import branch_backend
-from pipeline.records import ReviewRecord, add_review, proposal_info
+from pipeline.records import ReviewRecord, ReviewSigner, add_review, proposal_info
 from pipeline.roles import Agents, make_agents
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import WRITABLE, Workspace, open_workspace
@@ -96,6 +97,7 @@ def review_task(
 
 def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | None = None) -> ReviewResult:
     agents = agents or make_agents(repo.config)
+    signer = ReviewSigner(repo)  # before any model call: a review nobody can sign would not count
     workspace = clean_workspace(repo, branch)
     head = workspace.head()
     base = branch_base(repo, head)
@@ -134,5 +136,6 @@ def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | N
         comments=[c.model_dump() for c in outcome.comments],
         usage=outcome.usage.to_dict(),
     )
+    record = signer.sign(record)
     add_review(repo, record)
     return ReviewResult(branch, task.head, task.base, outcome.verdict, outcome.summary, outcome.comments, gate, record, outcome.usage)

@@ -10,6 +10,8 @@ The environment is pinned when this file is imported, before any test makes a re
   else, and the ``git`` binary (run by a few tests) gets the same identity from ``GIT_AUTHOR_*``,
   ``GIT_COMMITTER_*`` and the same file as ``GIT_CONFIG_GLOBAL``, with ``GIT_CONFIG_NOSYSTEM``.
 - litellm reads its bundled model-cost map instead of fetching one.
+- the review signing key (``$KB_SIGNING_KEY``) is a file in that temporary folder, made by the
+  first ``kb init`` of the process, never the developer's own key.
 
 The one ``cli`` fixture runs ``kb`` in-process through its real entry point and error handler.
 """
@@ -57,6 +59,7 @@ def _pin_git_environment() -> Path:
 
 
 GIT_HOME = _pin_git_environment()
+os.environ["KB_SIGNING_KEY"] = str(GIT_HOME / "review_ed25519")
 pytest.register_assert_rewrite("tests.kb.cli.helpers")  # its assertions explain their failures
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -104,6 +104,7 @@ app.command("propose")(loop.propose)
 app.command("review")(loop.review)
 app.command("merge")(loop.merge)
 app.command("run")(loop.run)
+app.command("keygen")(loop.keygen)
 app.add_typer(memory.memory_app, name="memory")
 app.add_typer(evaluate.eval_app, name="eval")
 

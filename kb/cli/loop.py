@@ -1,4 +1,4 @@
-"""``kb propose|review|merge|run``: the change loop (thin wrappers over ``pipeline``)."""
+"""``kb propose|review|merge|run|keygen``: the change loop (thin wrappers over ``pipeline``)."""
 
 from __future__ import annotations
 
@@ -112,3 +112,22 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
     else:
         echo(f"needs-human: {result.reason}; branch {result.proposal.branch} left unmerged")
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def keygen(
+    principal: Annotated[str | None, typer.Option(help="Name the key signs reviews as (default: your git email).")] = None,
+) -> None:
+    """Create this machine's review signing key if absent and allow it in reviewers/allowed_signers (a commit on main).
+
+    The key lives outside the repository ($KB_SIGNING_KEY, else ~/.config/kb/review_ed25519).
+    Example: kb keygen --principal reviewer@ci.example
+    """
+    from kb.signing import SIGNERS_FILE, allow_local_key
+
+    result = allow_local_key(open_repo(), principal)
+    echo(f"{'created' if result.created else 'using'} review signing key {result.key.path}")
+    echo(f"  {result.key.public}")
+    if result.added:
+        echo(f"allowed {result.principal} to sign reviews in {SIGNERS_FILE} (committed on main)")
+    else:
+        echo(f"{result.principal} is already allowed in {SIGNERS_FILE}")

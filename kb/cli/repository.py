@@ -20,9 +20,11 @@ def init(
     Example: kb init my-kb
     """
     from kb.scaffold import init_repository
+    from kb.signing import SIGNERS_FILE, key_path
 
     repo = init_repository(path, name)
     echo(f"initialised kb repository in {repo.root}")
+    echo(f"reviews are signed with {key_path()}; its public key is allowed in {SIGNERS_FILE}")
 
 
 def check(

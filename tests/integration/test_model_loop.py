@@ -193,3 +193,85 @@ def test_invalid_tool_call_json_is_retried_then_fails_cleanly(cli, repo: tuple[R
     assert not [b for b in repo2.git.branches.local if b.startswith("kb/")]
     transcripts = list((r.root / ".kb" / "runs").glob("*/proposer.json"))
     assert transcripts and json.loads(transcripts[0].read_text())["stopped"]
+
+
+INFERRED = "Alice is vegetarian for health reasons."  # the quote says she is vegetarian, not why
+
+
+def inferred_page(ev: str) -> str:
+    return food_page(ev).replace("- Alice is vegetarian.[^2]", f"- {INFERRED}[^2]")
+
+
+def fault_comment(ev: str, line: int) -> Call:
+    return Call(
+        "comment",
+        json.dumps(
+            {
+                "path": "users/alice/food.md",
+                "line": line,
+                "fault": "unsupported_inference",
+                "evidence": f"{ev}#L5",
+                "message": 'The page says "for health reasons"; L5 says only "I am vegetarian". Drop the reason.',
+            }
+        ),
+    )
+
+
+def test_a_meaning_fault_blocks_the_merge_and_reaches_the_proposer(cli, repo: tuple[Repo, str]) -> None:
+    r, ev = repo
+    page = inferred_page(ev)
+    line = page.splitlines().index(f"- {INFERRED}[^2]") + 1
+    turns = [[write("users/alice/food.md", page), write("users/alice/index.md", index_page())], submit(ev)]
+    reviewer = [
+        Call("read_evidence", json.dumps({"evidence_id": ev, "start": 2, "end": 8})),
+        fault_comment(ev, line),
+        verdict("request_changes", "One claim infers a reason nobody gave."),
+    ]
+    with scripted_provider({"proposer": turns, "reviewer": reviewer}) as llm:
+        assert cli("propose", cwd=r.root).code == 0
+        branch = next(b for b in Repo(r.root).git.branches.local if b.startswith("kb/"))
+        review = cli("review", branch, cwd=r.root)
+        assert review.code == 1 and f"users/alice/food.md:{line}" in review.out
+        # the claims checklist put the inferred claim, its page line and its citation in front of the Reviewer
+        prompt = json.dumps(llm.requests_for("reviewer")[0].messages)
+        assert f"users/alice/food.md:{line}: {INFERRED}" in prompt and f"{ev}#L5-L5" in prompt
+        merge = cli("merge", branch, "--no-index", cwd=r.root)
+        assert merge.code == 13 and "latest verdict of scripted/reviewer" in merge.err, merge.err
+        head = Repo(r.root).git.branches.local[branch].peel()
+        recorded = reviews_of(Repo(r.root), str(head.id))[0].comments[0]
+        assert (recorded["line"], recorded["fault"], recorded["evidence"]) == (line, "unsupported_inference", f"{ev}#L5")
+
+
+def test_the_loop_hands_a_meaning_fault_to_the_proposer(cli, repo: tuple[Repo, str]) -> None:
+    r, ev = repo
+    page = inferred_page(ev)
+    line = page.splitlines().index(f"- {INFERRED}[^2]") + 1
+    proposer = [
+        [write("users/alice/food.md", page), write("users/alice/index.md", index_page())],
+        submit(ev),
+        Call("edit_page", json.dumps({"path": "users/alice/food.md", "old": INFERRED, "new": "Alice is vegetarian."})),
+        submit(ev),
+    ]
+    reviewer = [fault_comment(ev, line), verdict("request_changes", "One claim infers a reason nobody gave."), verdict("approve")]
+    with scripted_provider({"proposer": proposer, "reviewer": reviewer}) as llm:
+        result = cli("run", "--no-index", cwd=r.root)
+    assert result.code == 0, result.err + result.out
+    assert parse_trailers(Repo(r.root).head().message)["Kb-Verdicts"] == "r1:request_changes, r2:approve"
+    revision = json.dumps(llm.requests_for("proposer")[2].messages)
+    assert f"users/alice/food.md:{line} [unsupported_inference]: " in revision and f"(evidence {ev}#L5)" in revision
+    assert INFERRED not in (r.root / "users/alice/food.md").read_text()
+
+
+def test_a_claim_fault_without_its_lines_is_sent_back_to_the_reviewer(cli, repo: tuple[Repo, str]) -> None:
+    r, ev = repo
+    vague = Call("comment", json.dumps({"path": "users/alice/food.md", "line": 0, "fault": "over_generalisation", "message": "Too broad."}))
+    with scripted_provider(
+        {"proposer": proposer_turns(ev), "reviewer": [vague, fault_comment(ev, 12), verdict("request_changes", "Too broad.")]}
+    ) as llm:
+        assert cli("propose", cwd=r.root).code == 0
+        branch = next(b for b in Repo(r.root).git.branches.local if b.startswith("kb/"))
+        assert cli("review", branch, cwd=r.root).code == 1
+    answer = json.dumps(llm.requests_for("reviewer")[1].messages[-1])
+    assert "invalid arguments for comment" in answer and "must give the page line of the claim" in answer
+    head = Repo(r.root).git.branches.local[branch].peel()
+    assert [c["line"] for c in reviews_of(Repo(r.root), str(head.id))[0].comments] == [12]

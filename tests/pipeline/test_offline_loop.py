@@ -14,7 +14,7 @@ from kb.repo import Repo
 from pipeline.loop import RunStatus, run_loop
 from pipeline.merge import merge_branch
 from pipeline.propose import propose
-from pipeline.records import ReviewRecord, add_review, parse_trailers, reviews_of, status_of
+from pipeline.records import ReviewRecord, ReviewSigner, add_review, parse_trailers, reviews_of, status_of
 from pipeline.review import review_branch
 from pipeline.roles import make_agents
 from pipeline.workspace import open_workspace
@@ -90,13 +90,13 @@ def test_merge_refuses_when_checks_fail_even_with_an_approval(sample_repo: tuple
         proposal.base,
         1,
         "approve",
-        "test/other",
-        "other-family",
+        "kb-offline/deterministic",
+        "kb-deterministic",
         "kb-offline/extractive",
         "kb-extractive",
         "2025-01-01T00:00:00Z",
     )
-    add_review(repo, approval)
+    add_review(repo, ReviewSigner(repo).sign(approval))  # a genuine signature: the checks still decide
     with pytest.raises(GateError, match="checks fail"):
         merge_branch(repo, proposal.branch, build_index=False)
 
@@ -104,19 +104,29 @@ def test_merge_refuses_when_checks_fail_even_with_an_approval(sample_repo: tuple
 def test_merge_refuses_an_approval_from_the_proposers_family(sample_repo: tuple[Repo, dict[str, str]]) -> None:
     repo, _ = sample_repo
     proposal = propose(repo)
+    # main's Reviewer is declared in the proposer's family (make_agents would refuse the pair; a
+    # branch proposed before the config changed still meets it at merge)
+    config = repo.root / "kb.config.yaml"
+    config.write_text(
+        config.read_text().replace(
+            "  allow_same_family: false", "  reviewer: {model: scripted/r, family: kb-extractive}\n  allow_same_family: false"
+        )
+    )
+    repo.commit_worktree_paths(["kb.config.yaml"], "configure a reviewer\n")
+    repo = Repo(repo.root)
     same = ReviewRecord(
         proposal.branch,
         proposal.head,
         proposal.base,
         1,
         "approve",
-        "kb-offline/extractive",
+        "scripted/r",
         "kb-extractive",
         "kb-offline/extractive",
         "kb-extractive",
         "2025-01-01T00:00:00Z",
     )
-    add_review(repo, same)
+    add_review(repo, ReviewSigner(repo).sign(same))
     with pytest.raises(GateError, match="proposer's own family"):
         merge_branch(repo, proposal.branch, build_index=False)
 
