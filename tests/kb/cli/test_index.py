@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from kb.retrieval.store import index_store
-from tests.builders import ROOT, commit, page_for
+from tests.builders import ROOT, add_conversation, commit, page_for
 from tests.conftest import CliResult
 from tests.kb.cli.helpers import assert_one_error, repo_with_pages
 
@@ -94,3 +94,48 @@ def test_a_build_killed_half_way_leaves_the_previous_version_serving(tmp_path: P
     assert not any(p.name.startswith(".tmp-") for p in index_store(repo).versions.iterdir())
     result = cli("--repo", r, "search", "anvils", "--json", "--mode", "bm25")
     assert [h["id"] for h in json.loads(result.out)["hits"]] == []
+
+
+def test_another_users_words_do_not_move_a_users_scores(tmp_path: Path, cli) -> None:
+    """BM25 statistics come from what the principal may read: bob writing "kayak" into twenty
+    pages and a conversation changes no number alice sees, in any mode, pages or evidence."""
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    commit(
+        repo,
+        {
+            "knowledge/kayaks.md": page_for("knowledge/kayaks.md", "Kayak rental", "Kayaks are rented by the hour.", "Kayak rental."),
+            "users/alice/kayak.md": page_for(
+                "users/alice/kayak.md", "Alice's kayak", "Alice owns a red kayak.", "Alice paddles her red kayak on Sundays.", type="fact"
+            ),
+        },
+    )
+    add_conversation(repo, [{"role": "user", "content": "My kayak is red.", "timestamp": "2025-01-02T10:00:00Z"}], user="alice")
+
+    def seen_by_alice() -> list[dict]:
+        assert cli("--repo", r, "index", "build").code == 0
+        out = []
+        for mode in ("bm25", "hybrid", "dense"):
+            result = cli("--repo", r, "search", "kayak red paddles", "--as", "user:alice", "--mode", mode, "--include-evidence", "--json")
+            assert result.code == 0, result.err
+            data = json.loads(result.out)
+            data.pop("commit")
+            out.append(data)
+        return out
+
+    before = seen_by_alice()
+    assert [h["id"] for h in before[0]["hits"] if h["kind"] == "page"][:2] == ["users/alice/kayak", "knowledge/kayaks"]
+    assert before[0]["hits"][0]["scores"]["bm25"] > 0
+    bob = {
+        f"users/bob/kayak-{n}.md": page_for(
+            f"users/bob/kayak-{n}.md", f"Bob's kayak {n}", f"Bob's kayak number {n}.", "kayak kayak red kayak " * (n + 1), type="fact"
+        )
+        for n in range(20)
+    }
+    commit(repo, bob)
+    add_conversation(repo, [{"role": "user", "content": "kayak red kayak red kayak", "timestamp": "2025-01-03T10:00:00Z"}], user="bob", name="b.json")
+    after = seen_by_alice()
+    assert after == before
+    # bob does see his pages (they are in the index), with his own statistics
+    bobs = json.loads(cli("--repo", r, "search", "kayak", "--as", "user:bob", "--mode", "bm25", "--json", "--k", "30").out)
+    assert sum(h["id"].startswith("users/bob/") for h in bobs["hits"]) == 20
