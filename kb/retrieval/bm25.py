@@ -121,7 +121,9 @@ class Bm25Table:
         i = int(np.searchsorted(terms, term))
         return i if i < len(terms) and terms[i] == term else None
 
-    def scores(self, terms: Iterable[str], allowed: NDArray[np.bool_], boosts: dict[str, float], b: float, k1: float) -> NDArray[np.float32]:
+    def scores(
+        self, terms: Iterable[str], allowed: NDArray[np.bool_], boosts: dict[str, float], b: float, k1: float
+    ) -> NDArray[np.float32]:
         """BM25F score of every allowed row for an OR of ``terms`` over the boosted fields (0
         elsewhere), with the document count, document frequencies and average field lengths
         taken over the allowed rows only."""

@@ -133,9 +133,56 @@ def test_another_users_words_do_not_move_a_users_scores(tmp_path: Path, cli) -> 
         for n in range(20)
     }
     commit(repo, bob)
-    add_conversation(repo, [{"role": "user", "content": "kayak red kayak red kayak", "timestamp": "2025-01-03T10:00:00Z"}], user="bob", name="b.json")
+    add_conversation(
+        repo, [{"role": "user", "content": "kayak red kayak red kayak", "timestamp": "2025-01-03T10:00:00Z"}], user="bob", name="b.json"
+    )
     after = seen_by_alice()
     assert after == before
     # bob does see his pages (they are in the index), with his own statistics
     bobs = json.loads(cli("--repo", r, "search", "kayak", "--as", "user:bob", "--mode", "bm25", "--json", "--k", "30").out)
     assert sum(h["id"].startswith("users/bob/") for h in bobs["hits"]) == 20
+
+
+FULL_KILLER = KILLER.replace("indexing.build_index(Repo(Path(sys.argv[1])))", "indexing.build_index(Repo(Path(sys.argv[1])), full=True)")
+AT_KILLER = KILLER.replace("indexing.build_index(Repo(Path(sys.argv[1])))", "indexing.index_at(Repo(Path(sys.argv[1])), sys.argv[2])")
+
+
+def test_a_later_build_collects_the_temporary_folders_of_killed_builds_not_of_live_ones(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    first = str(repo.head().id)
+    commit(repo, {"knowledge/zebra.md": page_for("knowledge/zebra.md", "Zebras", "Zebras have stripes.", "Zebras have stripes.")})
+    assert cli("--repo", r, "index", "build").code == 0
+    store = index_store(repo)
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    at_versions = store.root / "at" / first / "versions"
+
+    def leftovers() -> list[str]:
+        return sorted(
+            p.name for folder in (store.versions, at_versions) if folder.is_dir() for p in folder.iterdir() if p.name.startswith(".tmp-")
+        )
+
+    def killed(script: str, *args: str) -> None:
+        proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == -9, proc.stderr
+
+    # a full rebuild of the served commit killed half way; then a point-in-time build, which
+    # first collects that leftover, killed half way too
+    killed(FULL_KILLER, r)
+    assert [p.parent for p in store.versions.iterdir() if p.name.startswith(".tmp-")] == [store.versions]
+    killed(AT_KILLER, r, first)
+    assert [p.parent for p in (*store.versions.iterdir(), *at_versions.iterdir()) if p.name.startswith(".tmp-")] == [at_versions]
+    # a build in progress in another live process: its folder is not touched
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        busy = store.versions / f".tmp-{live.pid}-20250101T000000Z-busy-000000"
+        busy.mkdir()
+        result = cli("--repo", r, "index", "build")  # nothing to build: HEAD is served
+        assert result.code == 0 and "nothing to do" in result.out
+        assert leftovers() == [busy.name]
+        assert cli("--repo", r, "search", "zebras", "--mode", "bm25").code == 0
+    finally:
+        live.kill()
+        live.wait()
+    assert cli("--repo", r, "index", "build").code == 0
+    assert leftovers() == []
