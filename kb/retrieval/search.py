@@ -320,7 +320,7 @@ class Searcher:
 
         avgfl = {f: (sum(length(d, f) for d in docnums) / dc if dc else 0) or 1 for f in self.field_boosts}
 
-        class Scoped(scoring.BM25F):  # type: ignore[misc]  # whoosh is untyped
+        class Scoped(scoring.BM25F):
             def scorer(self, searcher: Any, fieldname: str, text: str, qf: int = 1) -> Any:
                 scorer = super().scorer(searcher, fieldname, text, qf)
                 scorer.idf = math.log(dc / (df(fieldname, text) + 1)) + 1
