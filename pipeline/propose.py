@@ -106,6 +106,23 @@ def evidence_items(repo: Repo, entries: list[LedgerEntry]) -> tuple[EvidenceItem
     return tuple(out)
 
 
+def one_user_at_a_time(entries: list[LedgerEntry], chosen: bool) -> tuple[list[LedgerEntry], tuple[str, ...]]:
+    """The entries one change may take: shared evidence and one user's (no principal may read
+    two users' memories, so no change may touch two). Evidence named explicitly (``chosen``) for
+    several users is a UsageError; of unprocessed evidence, the first user's in ledger order is
+    taken and a note says whose is left for the next run."""
+    users = list(dict.fromkeys(u for e in entries if (u := user_of(e.scope)) is not None))
+    if len(users) <= 1:
+        return entries, ()
+    if chosen:
+        raise UsageError(
+            f"the evidence belongs to {len(users)} users ({', '.join(users)}): one change may touch one user's memory",
+            hint="propose each user's evidence separately",
+        )
+    taken = [e for e in entries if user_of(e.scope) in (None, users[0])]
+    return taken, (f"evidence of {', '.join(users[1:])} is left for the next run (one user per change)",)
+
+
 def allowed_prefixes(entries: list[LedgerEntry]) -> tuple[str, ...]:
     return tuple(sorted({folder_for_scope(e.scope) for e in entries}))
 
@@ -149,6 +166,7 @@ def propose(
     entries = select_evidence(repo, ids, since)
     if not entries:
         raise UsageError("no new evidence to propose from", hint="add evidence with `kb evidence add`, or name items with --evidence")
+    entries, later = one_user_at_a_time(entries, chosen=bool(ids))
     head = repo.head()
     assert head is not None
     branch = branch_name(entries)
@@ -185,7 +203,7 @@ def propose(
             0,
             proposer.identity,
             str(run_dir),
-            ("nothing to write: no claims could be extracted",),
+            ("nothing to write: no claims could be extracted", *later),
         )
     return Proposal(
         branch,
@@ -197,6 +215,6 @@ def propose(
         outcome.closed,
         proposer.identity,
         str(run_dir),
-        (),
+        later,
         outcome.usage,
     )
