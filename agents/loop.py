@@ -122,7 +122,9 @@ class _Recorder:
 
     def outcome(self, call: ToolCall, outcome: ToolOutcome) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": outcome.text})
-        self._call(call, outcome.status, outcome.text if outcome.invalid else None)
+        self._call(call, outcome.status, outcome.text if outcome.invalid or outcome.traceback else None)
+        if outcome.traceback:
+            self.steps[-1]["calls"][-1]["traceback"] = outcome.traceback
         if isinstance(outcome.payload, ReviewComment):
             self.comments.append(Comment(**outcome.payload.model_dump()))
 

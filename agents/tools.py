@@ -8,12 +8,16 @@ tools (``submit``, ``verdict``) end a run, their validated arguments being the r
 The Proposer gets the read tools, the write tools and ``submit``; the Reviewer gets the read tools,
 ``comment`` and ``verdict``, and no way to write. Whatever a backend returns, and any error it
 raises, reaches the model as untrusted data (``agents.untrusted``): it may quote pages and
-evidence.
+evidence. An exception that is not a ``KbError`` (a bug in a tool) does not end the run either:
+the model gets one bounded line naming it, the ``agents.tools`` logger gets the exception and the
+run record the traceback.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Self
@@ -32,6 +36,11 @@ if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
 EVIDENCE_ID_PATTERN = f"^{ID_PATTERN}$"  # docs/format.md, "Evidence"
+INTERNAL_DETAIL_CHARS = 200  # of an unexpected exception's message, for the model
+INTERNAL_TRACE_CHARS = 4000  # of its traceback, for the run record (under .kb/runs, never committed)
+
+_log = logging.getLogger(__name__)
+_log.addHandler(logging.NullHandler())  # a library: the application decides where logs go
 
 Role = Literal["read", "write", "collect", "terminal"]
 Status = Literal["ok", "error", "invalid", "collected", "terminal"]
@@ -316,6 +325,7 @@ class ToolOutcome:
     status: Status  # ok, error (the backend refused), invalid (the call itself), collected, terminal
     text: str
     payload: BaseModel | None = None  # the validated Comment, Submission or Verdict
+    traceback: str | None = None  # a programming error in the tool: for the run record, not the model
 
     @property
     def invalid(self) -> bool:
@@ -343,6 +353,15 @@ def dispatch(tools: Sequence[Tool], backend: ReadBackend, call: ToolCall) -> Too
     except KbError as exc:
         message = f"error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else "")
         return ToolOutcome("error", wrap_untrusted(message, parsed.source()))
+    except Exception as exc:  # a bug in a tool must not end the run: the model hears of it, the log keeps it
+        _log.error("tool %s raised %s", tool.name, type(exc).__name__, exc_info=exc)
+        detail = " ".join(str(exc).split())[:INTERNAL_DETAIL_CHARS]
+        message = (
+            f"error: {tool.name} failed with an internal error ({type(exc).__name__}: {detail}). "
+            "This is a fault in the tool, not necessarily in your call: try other arguments or another tool."
+        )
+        trace = "".join(traceback.format_exception(exc))[-INTERNAL_TRACE_CHARS:]
+        return ToolOutcome("error", wrap_untrusted(message, parsed.source()), traceback=trace)
     return ToolOutcome("ok", wrap_untrusted(text, parsed.source()))
 
 

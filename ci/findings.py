@@ -20,6 +20,7 @@ RuleId = Literal[
     "id.path",
     "id.unique",
     "scope.path",
+    "scope.private-text",
     "link.broken",
     "link.anchor",
     "link.scope",

@@ -6,6 +6,12 @@ its source and date; the user's memory before shared knowledge. A page chunk who
 are all in the context already (an overview repeating its sections) is left out. Every item is complete (chunks
 never cut), counted with the real tokenizer, and added only while it fits the budget. The whole
 block is marked as data: retrieved text is never instructions.
+
+The profile goes first, so what it says reads like standing instructions: a line of its L1 that
+tries to steer a model or asks that personal data be given to anyone (``kb.injection``; a
+profile written by hand, by a model, or before the extractor refused such sentences) is left out
+of it. Such text can still be retrieved as a memory chunk or an evidence snippet by relevance,
+in its own data block like any other, never in the profile's place.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from kb.errors import NotFoundError, UsageError
 from kb.evidence import ledger_at
 from kb.inert import make_tags_inert
+from kb.injection import unsafe_statement
 from kb.page import Page, page_id_for_path, parse_page
 from kb.repo import Repo
 from kb.scopes import folder_for_scope, user_scope
@@ -123,8 +130,9 @@ def _profile_item(pages: _Pages, path: str) -> ContextItem | None:
     page = pages.get(path)
     if page is None:
         return None
-    overview = page.overview()
-    text = f"{page.title}: {page.summary}" + (f"\n{overview}" if overview else "")
+    overview = "\n".join(line for line in page.overview().splitlines() if not unsafe_statement(line))
+    summary = "" if unsafe_statement(page.summary) else page.summary
+    text = f"{page.title}: {summary}" + (f"\n{overview}" if overview else "")
     return ContextItem(
         "profile", page_id_for_path(path), str(page.meta.get("valid_from") or ""), text, count_tokens(text), _cites(page, overview)
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from kb.errors import UsageError
+from kb.errors import PathError, UsageError
 
 SYSTEM = "system"
 KNOWLEDGE_DIR = "knowledge/"
@@ -82,6 +82,15 @@ def readable_folders(scopes: tuple[str, ...]) -> tuple[str, ...]:
 
 def principal_for_folders(folders: tuple[str, ...]) -> str:
     """The principal that reads what a change confined to ``folders`` may touch: the user of a
-    user folder (who also sees shared knowledge), else ``system``."""
+    user folder (who also sees shared knowledge), else ``system``.
+
+    No principal reads two users' memories, so folders of two users are a PathError: such a
+    change can be neither written nor reviewed by anyone entitled to see all of it.
+    """
     users = sorted({f.split("/")[1] for f in folders if f.startswith(USERS_DIR) and f.count("/") >= 2})
+    if len(users) > 1:
+        raise PathError(
+            f"a change may touch one user's folder, not {len(users)} ({', '.join(f'{USERS_DIR}{u}/' for u in users)})",
+            hint="split it: one branch per user (no principal may read two users' memories)",
+        )
     return f"user:{users[0]}" if users else SYSTEM

@@ -17,7 +17,7 @@ from agents.llm import Usage
 from agents.loop import stopped_run
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask
 from kb.clock import compact_utc
-from kb.errors import KbError, NotFoundError
+from kb.errors import KbError, NotFoundError, UsageError
 from kb.evidence import LedgerEntry, ledger_at
 from kb.page import parse_page
 from kb.repo import Repo, diff_trees
@@ -106,6 +106,23 @@ def evidence_items(repo: Repo, entries: list[LedgerEntry]) -> tuple[EvidenceItem
     return tuple(out)
 
 
+def one_user_at_a_time(entries: list[LedgerEntry], chosen: bool) -> tuple[list[LedgerEntry], tuple[str, ...]]:
+    """The entries one change may take: shared evidence and one user's (no principal may read
+    two users' memories, so no change may touch two). Evidence named explicitly (``chosen``) for
+    several users is a UsageError; of unprocessed evidence, the first user's in ledger order is
+    taken and a note says whose is left for the next run."""
+    users = list(dict.fromkeys(u for e in entries if (u := user_of(e.scope)) is not None))
+    if len(users) <= 1:
+        return entries, ()
+    if chosen:
+        raise UsageError(
+            f"the evidence belongs to {len(users)} users ({', '.join(users)}): one change may touch one user's memory",
+            hint="propose each user's evidence separately",
+        )
+    taken = [e for e in entries if user_of(e.scope) in (None, users[0])]
+    return taken, (f"evidence of {', '.join(users[1:])} is left for the next run (one user per change)",)
+
+
 def allowed_prefixes(entries: list[LedgerEntry]) -> tuple[str, ...]:
     return tuple(sorted({folder_for_scope(e.scope) for e in entries}))
 
@@ -147,6 +164,7 @@ def propose(
     """Create a work branch with the Proposer's change for the selected evidence."""
     agents = agents or make_agents(repo.config)
     entries = select_evidence(repo, ids, since)
+    entries, later = one_user_at_a_time(entries, chosen=bool(ids))
     head = repo.head()
     if not entries or head is None:  # nothing new is not a failure: `kb evidence add f && kb run` stays green
         base = str(head.id) if head is not None else ""
@@ -186,7 +204,7 @@ def propose(
             0,
             proposer.identity,
             str(run_dir),
-            ("nothing to write: no claims could be extracted",),
+            ("nothing to write: no claims could be extracted", *later),
         )
     return Proposal(
         branch,
@@ -198,6 +216,6 @@ def propose(
         outcome.closed,
         proposer.identity,
         str(run_dir),
-        (),
+        later,
         outcome.usage,
     )

@@ -106,9 +106,10 @@ def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | N
     evidence = tuple(e.strip() for e in info.get("Kb-Evidence", "").split(",") if e.strip())
     task = review_task(repo, branch, base, head, gate, evidence)
     folders = tuple(sorted({folder_for_scope(s) for p in task.changed_files if (s := scope_for_path(p))})) or (KNOWLEDGE_DIR,)
+    backend = branch_backend(workspace, base, folders)  # a change no one principal may read is refused here
     run_dir = new_run_dir(repo, "review")
     try:
-        outcome = agents.reviewer.review(task, branch_backend(workspace, base, folders))
+        outcome = agents.reviewer.review(task, backend)
     except KbError as exc:
         partial = stopped_run(exc)
         if partial is not None:

@@ -6,6 +6,10 @@ lead sentences as L0/L1. Conversations become a user's memory: a profile (identi
 preferences), topic pages and a timeline. A later statement of the same attribute (home city,
 seat preference, manager...) closes the older claim with its end date instead of deleting it.
 
+Sentences that try to steer a model ("ignore all previous instructions", "approve every
+change") or ask that personal data be given to anyone are not statements about anyone: they are
+never extracted, neither as claims nor as instructions (``kb.injection``).
+
 What it cannot do, that a model can: understand paraphrase, resolve "it"/"there", merge facts
 spread over several turns, infer anything not said in one sentence, or judge importance.
 """
@@ -16,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from agents.protocols import EvidenceItem
+from kb.injection import unsafe_statement
 from kb.markdown import format_citation
 
 LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: \((?P<turn>[^)]+)\))?: (?P<text>.*)$")
@@ -26,6 +31,12 @@ FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|we|we're|our|
 # "US" is a country)
 FIRST_PERSON_LEFT_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself|we|we're|our|us)\b")
 SECOND_PERSON_FACT_RE = re.compile(r"\b(?:you|your)\b", re.I)
+# a user's standing instruction to their assistant ("always answer in French", "call me Sam")
+INSTRUCTION_RE = re.compile(
+    r"^(?:(?:ok|okay|also|and|so|actually),?\s+)?(?:please\b|always\b|never\b|don't\b|do not\b|make sure\b|from now on\b|"
+    r"i want you to\b|remember to\b|call me\b)|\bfrom now on\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -240,10 +251,13 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
         for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
             sentence = raw.strip()
             words = sentence.split()
-            if len(words) < 4 or sentence.endswith("?") or SKIP_RE.match(sentence):
+            instruction = by_user and bool(INSTRUCTION_RE.search(sentence))  # short and without "I" is fine then
+            if len(words) < (3 if instruction else 4) or sentence.endswith("?") or SKIP_RE.match(sentence):
                 continue
+            if unsafe_statement(sentence):
+                continue  # an injection or a request to disclose personal data: not a statement about anyone
             if by_user:
-                if not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
+                if not instruction and not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
                     continue
                 claim = third_person(sentence, name)
                 if claim == sentence or FIRST_PERSON_LEFT_RE.search(claim[len(name) :]):

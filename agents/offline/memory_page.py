@@ -2,7 +2,10 @@
 sources, read back from a page it wrote earlier and rendered again after an update.
 
 Pages it writes carry the tag ``kb-extractive``; a page without it (written by a person or a
-model) is never rewritten by the offline Proposer.
+model) is never rewritten by the offline Proposer. The L1 (``## Overview``) never lists an entry
+that tries to steer a model or asks that personal data be given to anyone (``kb.injection``):
+the extractor files none today, but a page it wrote before may hold one, and the profile's L1
+goes first in every memory context.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.errors import KbError
+from kb.injection import unsafe_statement
 from kb.markdown import FOOTDEF_RE
 from kb.page import Page, page_id_for_path, parse_page, render_page
 
@@ -72,6 +76,7 @@ def render_memory_page(memory: MemoryPage, summary: str, overview_limit: int = 1
         current = [entries[0] for name, entries in memory.sections.items() if name != "History" and entries]
     else:
         current = [e for name, entries in memory.sections.items() if name != "History" for e in entries]
+    current = [e for e in current if not unsafe_statement(e.line)]
     if current:
         body += [f"- {e.line}" for e in current[:overview_limit]]
         if len(current) > overview_limit:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from agents.backend import WriteBackend
 from agents.offline.extractive import (
+    INSTRUCTION_RE,
     SENTENCE_RE,
     Attribute,
     Statement,
@@ -26,6 +27,7 @@ from agents.offline.extractive import (
 from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
+from kb.injection import unsafe_statement
 from kb.markdown import slugify
 from kb.page import page_id_for_path, parse_page, render_page
 from kb.scopes import SYSTEM, user_of
@@ -134,8 +136,8 @@ def document_page(item: EvidenceItem, path: str, existing: str | None) -> tuple[
         text = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", stripped)
         for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
             sentence = raw.strip()
-            if len(sentence.split()) < 3 and len(sentence) < 12:
-                continue
+            if len(sentence.split()) < 3 and len(sentence) < 12 or unsafe_statement(sentence):
+                continue  # too short, or an injection: not a statement of the document
             st = Statement(item.id, n, n, "document", sentence, _terminated(sentence), item.date, False, ordinal)
             lead = lead or sentence
             if memory.has_label(label_for(st)):
@@ -348,10 +350,6 @@ class _MemoryDraft:
         return writes
 
 
-INSTRUCTION_RE = re.compile(
-    r"^(?:(?:ok|okay|also|and|so|actually),?\s+)?(?:please\b|always\b|never\b|don't\b|do not\b|make sure\b|from now on\b|i want you to\b|remember to\b)|\bfrom now on\b",
-    re.I,
-)
 # A dated statement that reads as an event or a plan goes on the timeline too.
 TIMELINE_RE = re.compile(
     r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next)\b", re.I
@@ -390,7 +388,11 @@ def _close_entry(profile: MemoryPage, label: str, until: str) -> None:
 
 def _page_summary(memory: MemoryPage, name: str) -> str:
     if memory.type == "profile":
-        parts = [f"{ATTRIBUTE_LABELS.get(f['key'].split(':')[0], f['key'])}: {f['value']}" for f in memory.facts if not f.get("valid_to")]
+        parts = [
+            f"{ATTRIBUTE_LABELS.get(f['key'].split(':')[0], f['key'])}: {f['value']}"
+            for f in memory.facts
+            if not f.get("valid_to") and not unsafe_statement(str(f["value"]))
+        ]
         return _summary(f"{name}: " + "; ".join(parts) + ".") if parts else _summary(f"No stable facts about {name} are recorded yet.")
     count = sum(len(v) for k, v in memory.sections.items() if k != "History")
     vehicles = [str(f["value"]) for f in memory.facts if str(f.get("key", "")).startswith("vehicle:")]

@@ -45,6 +45,8 @@ def propose(evidence: EvidenceOpt = None, since: SinceOpt = None) -> None:
     echo(f"  {proposal.claims} new claim(s), {proposal.closed} older claim(s) closed, {len(proposal.files)} file(s):")
     for path in proposal.files:
         echo(f"    {path}")
+    for note in proposal.notes:
+        echo(f"  note: {note}")
 
 
 def review(
@@ -101,6 +103,8 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
     echo(
         f"proposed {result.proposal.branch}: {result.proposal.claims} claim(s), {result.proposal.closed} closed, {len(result.proposal.files)} file(s)"
     )
+    for note in result.proposal.notes:
+        echo(f"note: {note}")
     for r in result.reviews:
         echo(f"round {r.record.round}: {r.verdict} by {r.record.reviewer_model} ({len(r.comments)} comment(s))")
         for c in r.comments[:10]:

@@ -1,14 +1,21 @@
-"""BM25F over the Whoosh index, scored with numpy.
+"""BM25F over the Whoosh index, scored with numpy, with statistics from what the reader may see.
 
 Whoosh is the text index: it is built, patched incrementally and analysed with our analyzer.
 Its own query path, though, walks postings one by one in Python: 110-220 ms per query on
 SciFact's 10,000 chunks, 0.37 s median on the 50,000-chunk scale benchmark (this 2-core box).
-So at build time the postings of every field (term frequencies), the document frequencies and
-the byte-quantised field lengths are exported from the Whoosh index into numpy arrays
-(``bm25.npz``), and a query is a few vectorised operations per (term, field). The formula is
-Whoosh's BM25F exactly (its idf, its quantised lengths, its average lengths); a test compares
-rankings with Whoosh's own searcher. Rows are index rows (``kb.retrieval.build``), not Whoosh
-document numbers; postings of deleted documents are dropped.
+So at build time the postings of every field (term frequencies) and the byte-quantised field
+lengths are exported from the Whoosh index into numpy arrays (``bm25.npz``), and a query is a
+few vectorised operations per (term, field).
+
+The collection statistics of BM25 (the document count, each term's document frequency, the
+average field lengths) are computed at query time over exactly the rows the query may return:
+the principal's scopes, the namespace, status and validity filters. Whoosh's own statistics
+count every scope (and deleted documents), so one user's words would move another user's
+scores; here a score is the score the same text would get in an index that held only what its
+reader may see. The formula is otherwise Whoosh's BM25F (its idf, its quantised lengths);
+a test compares rankings and scores with Whoosh's own searcher given the same statistics.
+Rows are index rows (``kb.retrieval.build``), not Whoosh document numbers; postings of deleted
+documents are dropped.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ def _leaf_postings(matcher: Any) -> tuple[Any, Any]:
 
 
 def export_bm25(whoosh_dir: Path, whoosh_rows: NDArray[np.int32], n_rows: int, fields: Sequence[str], out: Path) -> None:
-    """Write the postings, document frequencies and lengths of ``fields`` to ``out`` (npz)."""
+    """Write the postings and field lengths of ``fields`` to ``out`` (npz): no collection statistics."""
     import numpy as np
     from whoosh import index as windex
 
@@ -63,7 +70,6 @@ def export_bm25(whoosh_dir: Path, whoosh_rows: NDArray[np.int32], n_rows: int, f
     ix = windex.open_dir(str(whoosh_dir))
     with ix.reader() as reader:
         leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
-        arrays["doc_count_all"] = np.array([reader.doc_count_all()], dtype=np.int64)
         for field in fields:
             per_term: dict[str, list[tuple[Any, Any]]] = {}
             for sub, offset in leaves:
@@ -73,11 +79,9 @@ def export_bm25(whoosh_dir: Path, whoosh_rows: NDArray[np.int32], n_rows: int, f
             terms = sorted(per_term)
             indptr = np.zeros(len(terms) + 1, dtype=np.int64)
             rows_parts, tf_parts = [], []
-            df = np.zeros(len(terms), dtype=np.int64)
             for i, term in enumerate(terms):
                 ids = np.concatenate([p[0] for p in per_term[term]])
                 tf = np.concatenate([p[1] for p in per_term[term]])
-                df[i] = reader.doc_frequency(field, term)
                 rows = whoosh_rows[ids]
                 live = rows >= 0
                 rows_parts.append(rows[live].astype(np.int32))
@@ -88,13 +92,12 @@ def export_bm25(whoosh_dir: Path, whoosh_rows: NDArray[np.int32], n_rows: int, f
                 row = whoosh_rows[docnum]
                 if row >= 0:
                     lengths[row] = reader.doc_field_length(docnum, field, 0)
+            lengths = np.nan_to_num(lengths)  # Whoosh gives None (NaN here) for an empty field: its length is 0
             arrays[f"{field}.terms"] = np.array(terms, dtype=str) if terms else np.zeros(0, dtype="<U1")
             arrays[f"{field}.indptr"] = indptr
             arrays[f"{field}.rows"] = np.concatenate(rows_parts) if rows_parts else np.zeros(0, dtype=np.int32)
             arrays[f"{field}.tf"] = np.concatenate(tf_parts) if tf_parts else np.zeros(0, dtype=np.float32)
-            arrays[f"{field}.df"] = df
             arrays[f"{field}.lengths"] = lengths
-            arrays[f"{field}.total"] = np.array([reader.field_length(field)], dtype=np.float64)
     ix.close()
     np.savez(out, **arrays)
 
@@ -106,10 +109,9 @@ class Bm25Table:
         import numpy as np
 
         with np.load(path) as data:
-            self.doc_count_all = int(data["doc_count_all"][0])
-            self.fields = {
-                f: {key: data[f"{f}.{key}"] for key in ("terms", "indptr", "rows", "tf", "df", "lengths", "total")} for f in fields
-            }
+            self.fields = {f: {key: data[f"{f}.{key}"] for key in ("terms", "indptr", "rows", "tf", "lengths")} for f in fields}
+        for table in self.fields.values():
+            table["lengths"] = np.nan_to_num(table["lengths"])  # versions written before empty fields were 0
         self.n_rows = len(next(iter(self.fields.values()))["lengths"]) if self.fields else 0
 
     def _slot(self, field: str, term: str) -> int | None:
@@ -119,12 +121,19 @@ class Bm25Table:
         i = int(np.searchsorted(terms, term))
         return i if i < len(terms) and terms[i] == term else None
 
-    def scores(self, terms: Iterable[str], boosts: dict[str, float], b: float, k1: float) -> NDArray[np.float32]:
-        """BM25F score of every row for an OR of ``terms`` over the boosted fields."""
+    def scores(
+        self, terms: Iterable[str], allowed: NDArray[np.bool_], boosts: dict[str, float], b: float, k1: float
+    ) -> NDArray[np.float32]:
+        """BM25F score of every allowed row for an OR of ``terms`` over the boosted fields (0
+        elsewhere), with the document count, document frequencies and average field lengths
+        taken over the allowed rows only."""
         import numpy as np
 
         out = np.zeros(self.n_rows, dtype=np.float32)
-        dc = self.doc_count_all or 1
+        dc = int(np.count_nonzero(allowed))
+        if dc == 0:
+            return out
+        avgfl = {f: float(self.fields[f]["lengths"][allowed].sum(dtype=np.float64)) / dc or 1.0 for f in boosts if f in self.fields}
         for term in terms:
             for field, boost in boosts.items():
                 if boost <= 0 or field not in self.fields:
@@ -134,13 +143,14 @@ class Bm25Table:
                     continue
                 f = self.fields[field]
                 lo, hi = int(f["indptr"][slot]), int(f["indptr"][slot + 1])
-                if lo == hi:
-                    continue
                 rows = f["rows"][lo:hi]
-                tf = f["tf"][lo:hi]
-                idf = math.log(dc / (int(f["df"][slot]) + 1)) + 1
-                avgfl = float(f["total"][0]) / dc or 1.0
-                norm = k1 * ((1 - b) + b * f["lengths"][rows] / avgfl)
+                seen = allowed[rows]
+                df = int(np.count_nonzero(seen))
+                if df == 0:
+                    continue
+                rows, tf = rows[seen], f["tf"][lo:hi][seen]
+                idf = math.log(dc / (df + 1)) + 1
+                norm = k1 * ((1 - b) + b * f["lengths"][rows] / avgfl[field])
                 out[rows] += boost * idf * (tf * (k1 + 1)) / (tf + norm)
         return out
 
@@ -150,9 +160,8 @@ class Bm25Table:
         """The ``limit`` best allowed rows (score > 0), best first, ties by row."""
         import numpy as np
 
-        scores = self.scores(terms, boosts, b, k1)
-        candidates = np.flatnonzero(scores > 0)
-        candidates = candidates[allowed[candidates]]  # the filter applies before ranking
+        scores = self.scores(terms, allowed, boosts, b, k1)
+        candidates = np.flatnonzero(scores > 0)  # only allowed rows have a score: the filter applies before ranking
         if len(candidates) > limit:
             kth = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
             candidates = candidates[scores[candidates] >= kth]  # ties at the cut stay, then by row

@@ -7,7 +7,9 @@ working tree; plans with ``kb.retrieval.manifest.plan_build``; writes the new ve
 folder (copying the previous text index and patching it, reusing stored vectors for unchanged
 content hashes); renames the folder into place, replaces ``CURRENT`` atomically and only then
 removes versions older than the previous one. A build killed at any point leaves ``CURRENT``
-and the version it names untouched. Builds run under the repository's ``index`` lock.
+and the version it names untouched; every later build (under the lock, before it starts) removes
+the temporary folders of builds whose process is gone, in the serving store and the point-in-time
+ones (``kb.retrieval.store.collect_stale_builds``). Builds run under the repository's ``index`` lock.
 
 Files of a version: ``manifest.json`` (written last), ``docs.json`` (one record per page or
 evidence item: scope, status, validity), ``rows.npz`` (per chunk row: doc, lines),
@@ -38,7 +40,15 @@ from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
 from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache
 from kb.retrieval.embedder import Embedder, embed_all, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
-from kb.retrieval.store import AT_DIR, AT_KEEP, IndexStore, index_store, point_in_time_commits, prune_point_in_time
+from kb.retrieval.store import (
+    AT_DIR,
+    AT_KEEP,
+    IndexStore,
+    collect_stale_builds,
+    index_store,
+    point_in_time_commits,
+    prune_point_in_time,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -234,26 +244,30 @@ def build_corpus(
         return _result(source, store.current() or "", plan, corpus, timer, unchanged=True)
     text_of = {c.content_hash: c.text for c in corpus.chunks}
     name, tmp = store.new_tmp(source)
-    t0 = time.perf_counter()
-    stage = (lambda done, total: progress("embed", done, total)) if progress else None
-    fresh = embed_all(embedder, [text_of[h] for h in plan.embed], stage)
-    timer.embed = time.perf_counter() - t0
-    ids = sorted(by_id)
-    dim = int(fresh.shape[1]) if len(plan.embed) else embedder.dim
-    _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
-    if progress:
-        progress("text index", 0, len(plan.add))
-    _write_whoosh(tmp / "whoosh", old_folder / "whoosh" if old_folder else None, plan, by_id)
-    import numpy as np
+    try:
+        t0 = time.perf_counter()
+        stage = (lambda done, total: progress("embed", done, total)) if progress else None
+        fresh = embed_all(embedder, [text_of[h] for h in plan.embed], stage)
+        timer.embed = time.perf_counter() - t0
+        ids = sorted(by_id)
+        dim = int(fresh.shape[1]) if len(plan.embed) else embedder.dim
+        _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
+        if progress:
+            progress("text index", 0, len(plan.add))
+        _write_whoosh(tmp / "whoosh", old_folder / "whoosh" if old_folder else None, plan, by_id)
+        import numpy as np
 
-    from kb.retrieval.bm25 import BM25_FILE, export_bm25
+        from kb.retrieval.bm25 import BM25_FILE, export_bm25
 
-    whoosh_rows = _whoosh_rows(tmp / "whoosh", {cid: row for row, cid in enumerate(ids)})
-    np.save(tmp / "whoosh_rows.npy", whoosh_rows)
-    export_bm25(tmp / "whoosh", whoosh_rows, len(ids), TEXT_FIELDS, tmp / BM25_FILE)
-    counts = _write_tables(tmp, corpus.docs, ids, by_id)
-    manifest = Manifest(source, cfg_hash, dict(key), hashes, iso_utc(), counts)
-    (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
+        whoosh_rows = _whoosh_rows(tmp / "whoosh", {cid: row for row, cid in enumerate(ids)})
+        np.save(tmp / "whoosh_rows.npy", whoosh_rows)
+        export_bm25(tmp / "whoosh", whoosh_rows, len(ids), TEXT_FIELDS, tmp / BM25_FILE)
+        counts = _write_tables(tmp, corpus.docs, ids, by_id)
+        manifest = Manifest(source, cfg_hash, dict(key), hashes, iso_utc(), counts)
+        (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # a build that fails leaves nothing; a killed one, the next build collects
+        raise
     previous = store.switch(name, tmp)
     store.collect_garbage([name, previous])
     return _result(source, name, plan, corpus, timer, unchanged=False)
@@ -295,6 +309,7 @@ def build_index(
     with repo.lock("index"):
         r = config.retrieval
         store = index_store(repo)
+        collect_stale_builds(store)
         key = build_key(config, embedder.identity)
         old = store.current_manifest()
         reusable = old is not None and old.build_key == key and not full
@@ -333,6 +348,7 @@ def index_at(
         return at.current_path(), None
     r = config.retrieval
     with repo.lock("index"):
+        collect_stale_builds(serving)
         found = at.current_manifest()  # another process may have built it meanwhile
         if found is not None and found.build_key == key:
             return at.current_path(), None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import pickle
 import zipfile
@@ -291,17 +292,43 @@ class Searcher:
         if not terms or rows.count == 0:
             return out
         if self.bm25_engine == "whoosh":
-            return self._bm25_whoosh(terms, self._whoosh_filter(rows), limit)
+            return self._bm25_whoosh(terms, rows, limit)
         out.rows, out.scores = self._bm25_table.top(terms, rows.mask, limit, self.field_boosts, self.bm25_b, self.bm25_k1)
         return out
 
-    def _bm25_whoosh(self, terms: list[str], allowed: set[int] | None, limit: int) -> Candidates:
-        """The same BM25F through Whoosh's own searcher, the filter given as ``filter=``."""
+    def _bm25_whoosh(self, terms: list[str], rows: _Filter, limit: int) -> Candidates:
+        """The same BM25F through Whoosh's own searcher (the reference the numpy path is tested
+        against): the filter given as ``filter=``, and the statistics recounted from Whoosh's
+        postings and stored lengths over the allowed documents only, as the numpy path does."""
+        import numpy as np
         from whoosh import scoring
         from whoosh.query import Or, Term
 
+        allowed = self._whoosh_filter(rows)
+        reader = self._searcher.reader()
+        docnums = allowed if allowed is not None else set(np.flatnonzero(self.whoosh_rows >= 0).tolist())
+        dc = len(docnums)
+
+        def df(field: str, term: str) -> int:
+            if (field, term) not in reader:
+                return 0
+            return len(docnums.intersection(reader.postings(field, term).all_ids()))
+
+        def length(docnum: int, field: str) -> float:
+            value = reader.doc_field_length(docnum, field, 0)
+            return 0.0 if value is None or math.isnan(value) else float(value)  # None (NaN in numpy) for an empty field
+
+        avgfl = {f: (sum(length(d, f) for d in docnums) / dc if dc else 0) or 1 for f in self.field_boosts}
+
+        class Scoped(scoring.BM25F):
+            def scorer(self, searcher: Any, fieldname: str, text: str, qf: int = 1) -> Any:
+                scorer = super().scorer(searcher, fieldname, text, qf)
+                scorer.idf = math.log(dc / (df(fieldname, text) + 1)) + 1
+                scorer.avgfl = avgfl[fieldname]
+                return scorer
+
         out = Candidates()
-        self._searcher.weighting = scoring.BM25F(B=self.bm25_b, K1=self.bm25_k1)
+        self._searcher.weighting = Scoped(B=self.bm25_b, K1=self.bm25_k1)
         query = Or([Term(f, t, boost=b) for t in terms for f, b in self.field_boosts.items() if b > 0])
         results = self._searcher.search(query, limit=limit, filter=allowed)
         for score, docnum in results.top_n:

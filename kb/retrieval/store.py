@@ -3,7 +3,9 @@ point-in-time stores under ``.kb/index/at/<commit id>/`` (each a store of the sa
 
 A new version is written into a temporary folder, renamed into place, then ``CURRENT`` is
 replaced atomically; only after that are older versions removed. A process killed at any point
-leaves ``CURRENT`` and the version it names untouched.
+leaves ``CURRENT`` and the version it names untouched. A temporary folder's name carries the id
+of the process that writes it (``.tmp-<pid>-<name>``), so that a later build can tell the
+leftovers of a killed build (its process is gone) from a build still running.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class IndexStore:
         stamp = compact_utc()
         label = re.sub(r"[^A-Za-z0-9_-]", "-", commit[:12])
         name = f"{stamp}-{label}-{secrets.token_hex(3)}"
-        path = self.versions / f"{TMP_PREFIX}{name}"
+        path = self.versions / f"{TMP_PREFIX}{os.getpid()}-{name}"
         path.mkdir(parents=True)
         return name, path
 
@@ -78,13 +80,59 @@ class IndexStore:
         return previous
 
     def collect_garbage(self, keep: Iterable[str | None]) -> None:
-        """Remove every version but ``keep`` and any leftover temporary folder."""
+        """Remove every version but ``keep`` and the temporary folders of builds that are gone."""
         kept = {k for k in keep if k}
         if not self.versions.is_dir():
             return
         for child in self.versions.iterdir():
-            if child.name not in kept:
+            live_tmp = child.name.startswith(TMP_PREFIX) and _process_alive(_tmp_owner(child.name))
+            if child.name not in kept and not live_tmp:
                 shutil.rmtree(child, ignore_errors=True)
+
+    def collect_stale_tmp(self) -> list[str]:
+        """Remove the temporary folders of builds whose process is gone; return their names.
+
+        A folder whose process still runs (this one included) is left alone; one whose name has
+        no process id (written by an older kb) counts as stale.
+        """
+        if not self.versions.is_dir():
+            return []
+        removed = []
+        for child in sorted(self.versions.iterdir()):
+            if child.name.startswith(TMP_PREFIX) and not _process_alive(_tmp_owner(child.name)):
+                shutil.rmtree(child, ignore_errors=True)
+                removed.append(child.name)
+        return removed
+
+
+def _tmp_owner(name: str) -> int | None:
+    head = name[len(TMP_PREFIX) :].split("-", 1)[0]
+    return int(head) if head.isdigit() and len(head) < 12 else None
+
+
+def _process_alive(pid: int | None) -> bool:
+    if pid is None or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def collect_stale_builds(store: IndexStore) -> list[str]:
+    """``collect_stale_tmp`` on the serving store and on every point-in-time store."""
+    removed = store.collect_stale_tmp()
+    folder = store.root / AT_DIR
+    if folder.is_dir():
+        for child in sorted(folder.iterdir()):
+            if child.is_dir():
+                removed += IndexStore(child).collect_stale_tmp()
+    return removed
 
 
 def index_store(repo: Repo) -> IndexStore:

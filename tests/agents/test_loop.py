@@ -139,6 +139,41 @@ def test_a_backend_error_is_not_an_invalid_call(scripted: Install, backend: Fake
     ]
 
 
+class BuggyBackend(FakeBackend):
+    """A backend with a programming error: a regex search compiles the pattern unguarded."""
+
+    def grep_docs(self, pattern: str, page_id: str | None = None, regex: bool = False) -> str:
+        self.calls.append(("grep_docs", {"pattern": pattern, "page_id": page_id, "regex": regex}))
+        matcher = re.compile(pattern if regex else re.escape(pattern))
+        return "\n".join(path for path, text in sorted(self.pages.items()) if matcher.search(text)) or "no hits"
+
+
+def test_a_tool_that_raises_a_non_kb_error_answers_the_model_and_the_run_goes_on(
+    scripted: Install, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = BuggyBackend(pages={"users/alice/travel.md": "Prefers window seats."})
+    grep = Call("grep_docs", json.dumps({"pattern": "(window", "regex": True}))
+    handler = scripted({"proposer": [grep, Call("grep_docs", json.dumps({"pattern": "window"})), SUBMIT]})
+    with caplog.at_level("ERROR", logger="agents"):
+        result = run(backend)
+
+    assert isinstance(result.result, Submission)
+    assert backend.called() == ["grep_docs", "grep_docs"]
+    calls = [call for step in result.steps for call in step["calls"]]
+    assert [call["status"] for call in calls] == ["error", "ok", "terminal"]
+    # the model gets one bounded line naming the failure, not a traceback
+    answer = handler.requests[1].messages[-1]
+    assert answer["role"] == "tool" and "grep_docs failed" in answer["content"] and "missing )" in answer["content"]
+    assert "Traceback" not in answer["content"] and len(answer["content"]) < 800
+    # the programming error is logged, and kept in the run record with its traceback
+    assert any("grep_docs" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert (
+        "Traceback" in calls[0]["traceback"]
+        and "grep_docs" in calls[0]["traceback"]
+        and "Traceback" not in json.dumps(saved(result)["messages"])
+    )
+
+
 def test_a_text_reply_gets_a_reminder_and_counts_as_invalid(scripted: Install, backend: FakeBackend) -> None:
     handler = scripted({"proposer": ["I will now think about it.", SUBMIT]})
     assert isinstance(run(backend).result, Submission)

@@ -170,6 +170,17 @@ def m_cite_scope(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
     return VISAS, _line_of(repo, VISAS, "[^1]:")
 
 
+def m_private_text(repo: Repo, _ids: dict[str, str]) -> tuple[str, int]:
+    # alice's words, in a shared page, with no footnote to give them away
+    _replace(
+        repo,
+        VISAS,
+        "# Schengen visas\n",
+        "# Schengen visas\n\nSome travellers write: I prefer window seats; I'm vegetarian, so I will need it.\n",
+    )
+    return VISAS, _line_of(repo, VISAS, "Some travellers write")
+
+
 def m_cite_malformed(repo: Repo, ids: dict[str, str]) -> tuple[str, int]:
     _replace(repo, VISAS, f"[^1]: {ids['doc']}#L3 ", "[^1]: see the document ")
     return VISAS, _line_of(repo, VISAS, "[^1]: see")
@@ -236,6 +247,7 @@ CASES: list[tuple[str, Mutation]] = [
     ("citation.lines", m_cite_lines),
     ("citation.quote", m_cite_quote),
     ("citation.scope", m_cite_scope),
+    ("scope.private-text", m_private_text),
     ("citation.malformed", m_cite_malformed),
     ("citation.undefined", m_cite_undefined),
     ("secret.found", m_secret),
@@ -291,3 +303,14 @@ def test_every_rule_id_is_documented() -> None:
     documented = set(re.findall(r"^\| `([a-z0-9.-]+)` \|", (ROOT / "docs" / "checks.md").read_text(encoding="utf-8"), re.M))
     check_rules = {r for r in get_args(RuleId) if not r.startswith("grounding.")}  # grounding runs in the gate only
     assert documented == check_rules
+
+
+def test_shared_text_that_a_user_also_wrote_is_not_private(sample: tuple[Repo, dict[str, str]]) -> None:
+    """Only runs of words that are in a user's evidence and in no shared evidence count; short
+    common phrases and the other direction (a user's page quoting shared text) are fine."""
+    from tests.builders import VISA_DOC, add_evidence
+
+    repo, _ = sample
+    add_evidence(repo, ("My friend said: " + VISA_DOC.splitlines()[2]).encode(), "bob.txt", "conversation", "bob")
+    _replace(repo, VISAS, "# Schengen visas\n", "# Schengen visas\n\n" + VISA_DOC.splitlines()[2] + " I prefer window seats.\n")
+    assert run_checks(repo).findings == []

@@ -132,3 +132,44 @@ def test_injected_instructions_do_not_change_the_deterministic_verdict(chat_repo
     ws2, head2, base2 = _branch_with_claim(repo, "Alice does not eat fish.", "I do not eat fish.", 1, injected, "kb/test-inject-ok")
     task = review_task(repo, "kb/test-inject-ok", base2, head2, run_gate(ws2.view, base2), (injected,))
     assert OfflineReviewer().review(task, branch_backend(ws2, base2)).verdict == "approve"
+
+
+def test_a_principal_reads_one_users_folder_at_most() -> None:
+    from kb.scopes import principal_for_folders
+
+    assert principal_for_folders(("knowledge/", "users/alice/")) == "user:alice"
+    assert principal_for_folders(("knowledge/",)) == "system"
+    with pytest.raises(PathError, match="users/alice/, users/bob/"):
+        principal_for_folders(("users/alice/", "users/bob/"))
+
+
+def test_a_change_touching_two_users_folders_is_refused_not_reviewed_as_the_first(chat_repo: tuple[Repo, str], cli) -> None:
+    from pipeline.records import reviews_of
+    from pipeline.review import review_branch
+
+    repo, _ = chat_repo
+    ws = open_workspace(repo, "kb/test-two-users")
+    for user in ("alice", "bob"):
+        ws.write_page(f"users/{user}/note.md", page_text(f"users/{user}/note", "Note", "A note.", f"user:{user}", "# Note\n"))
+    ws.commit("two users at once")
+    with pytest.raises(PathError, match="users/alice/, users/bob/") as raised:
+        review_branch(repo, "kb/test-two-users")
+    assert raised.value.exit_code == 7 and "one branch per user" in (raised.value.hint or "")
+    assert reviews_of(repo, str(ws.head().id)) == []
+    result = cli("--repo", str(repo.root), "review", "kb/test-two-users")
+    assert result.code == 7 and result.err.startswith("error: ") and "Traceback" not in result.err
+
+
+def test_pending_evidence_of_two_users_is_proposed_one_user_at_a_time(chat_repo: tuple[Repo, str]) -> None:
+    from kb.errors import UsageError
+    from pipeline.propose import propose
+    from tests.builders import SAMPLES
+
+    repo, alice = chat_repo
+    bob = add_evidence(repo, (SAMPLES / "alice-2025-03-02.json").read_bytes().replace(b"Alice", b"Bob"), "bob.json", "conversation", "bob")
+    with pytest.raises(UsageError, match="2 users"):
+        propose(repo, [alice, bob])
+    first = propose(repo)
+    assert first.head is not None and bob not in first.evidence_ids and alice in first.evidence_ids
+    assert all(not f.startswith("users/bob/") for f in first.files) and any(f.startswith("users/alice/") for f in first.files)
+    assert any("bob" in note for note in first.notes)

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from kb.retrieval.store import index_store
-from tests.builders import ROOT, commit, page_for
+from tests.builders import ROOT, add_conversation, commit, page_for
 from tests.conftest import CliResult
 from tests.kb.cli.helpers import assert_one_error, repo_with_pages
 
@@ -94,3 +94,95 @@ def test_a_build_killed_half_way_leaves_the_previous_version_serving(tmp_path: P
     assert not any(p.name.startswith(".tmp-") for p in index_store(repo).versions.iterdir())
     result = cli("--repo", r, "search", "anvils", "--json", "--mode", "bm25")
     assert [h["id"] for h in json.loads(result.out)["hits"]] == []
+
+
+def test_another_users_words_do_not_move_a_users_scores(tmp_path: Path, cli) -> None:
+    """BM25 statistics come from what the principal may read: bob writing "kayak" into twenty
+    pages and a conversation changes no number alice sees, in any mode, pages or evidence."""
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    commit(
+        repo,
+        {
+            "knowledge/kayaks.md": page_for("knowledge/kayaks.md", "Kayak rental", "Kayaks are rented by the hour.", "Kayak rental."),
+            "users/alice/kayak.md": page_for(
+                "users/alice/kayak.md", "Alice's kayak", "Alice owns a red kayak.", "Alice paddles her red kayak on Sundays.", type="fact"
+            ),
+        },
+    )
+    add_conversation(repo, [{"role": "user", "content": "My kayak is red.", "timestamp": "2025-01-02T10:00:00Z"}], user="alice")
+
+    def seen_by_alice() -> list[dict]:
+        assert cli("--repo", r, "index", "build").code == 0
+        out = []
+        for mode in ("bm25", "hybrid", "dense"):
+            result = cli("--repo", r, "search", "kayak red paddles", "--as", "user:alice", "--mode", mode, "--include-evidence", "--json")
+            assert result.code == 0, result.err
+            data = json.loads(result.out)
+            data.pop("commit")
+            out.append(data)
+        return out
+
+    before = seen_by_alice()
+    assert [h["id"] for h in before[0]["hits"] if h["kind"] == "page"][:2] == ["users/alice/kayak", "knowledge/kayaks"]
+    assert before[0]["hits"][0]["scores"]["bm25"] > 0
+    bob = {
+        f"users/bob/kayak-{n}.md": page_for(
+            f"users/bob/kayak-{n}.md", f"Bob's kayak {n}", f"Bob's kayak number {n}.", "kayak kayak red kayak " * (n + 1), type="fact"
+        )
+        for n in range(20)
+    }
+    commit(repo, bob)
+    add_conversation(
+        repo, [{"role": "user", "content": "kayak red kayak red kayak", "timestamp": "2025-01-03T10:00:00Z"}], user="bob", name="b.json"
+    )
+    after = seen_by_alice()
+    assert after == before
+    # bob does see his pages (they are in the index), with his own statistics
+    bobs = json.loads(cli("--repo", r, "search", "kayak", "--as", "user:bob", "--mode", "bm25", "--json", "--k", "30").out)
+    assert sum(h["id"].startswith("users/bob/") for h in bobs["hits"]) == 20
+
+
+FULL_KILLER = KILLER.replace("indexing.build_index(Repo(Path(sys.argv[1])))", "indexing.build_index(Repo(Path(sys.argv[1])), full=True)")
+AT_KILLER = KILLER.replace("indexing.build_index(Repo(Path(sys.argv[1])))", "indexing.index_at(Repo(Path(sys.argv[1])), sys.argv[2])")
+
+
+def test_a_later_build_collects_the_temporary_folders_of_killed_builds_not_of_live_ones(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    first = str(repo.head().id)
+    commit(repo, {"knowledge/zebra.md": page_for("knowledge/zebra.md", "Zebras", "Zebras have stripes.", "Zebras have stripes.")})
+    assert cli("--repo", r, "index", "build").code == 0
+    store = index_store(repo)
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    at_versions = store.root / "at" / first / "versions"
+
+    def leftovers() -> list[str]:
+        return sorted(
+            p.name for folder in (store.versions, at_versions) if folder.is_dir() for p in folder.iterdir() if p.name.startswith(".tmp-")
+        )
+
+    def killed(script: str, *args: str) -> None:
+        proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == -9, proc.stderr
+
+    # a full rebuild of the served commit killed half way; then a point-in-time build, which
+    # first collects that leftover, killed half way too
+    killed(FULL_KILLER, r)
+    assert [p.parent for p in store.versions.iterdir() if p.name.startswith(".tmp-")] == [store.versions]
+    killed(AT_KILLER, r, first)
+    assert [p.parent for p in (*store.versions.iterdir(), *at_versions.iterdir()) if p.name.startswith(".tmp-")] == [at_versions]
+    # a build in progress in another live process: its folder is not touched
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        busy = store.versions / f".tmp-{live.pid}-20250101T000000Z-busy-000000"
+        busy.mkdir()
+        result = cli("--repo", r, "index", "build")  # nothing to build: HEAD is served
+        assert result.code == 0 and "nothing to do" in result.out
+        assert leftovers() == [busy.name]
+        assert cli("--repo", r, "search", "zebras", "--mode", "bm25").code == 0
+    finally:
+        live.kill()
+        live.wait()
+    assert cli("--repo", r, "index", "build").code == 0
+    assert leftovers() == []

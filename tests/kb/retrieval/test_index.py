@@ -336,3 +336,17 @@ def test_numpy_bm25_ranks_exactly_like_whoosh_with_its_filter(served: Repo) -> N
                         assert a.scores == pytest.approx(b.scores, rel=1e-5)
     finally:
         reference.close()
+
+
+def test_a_build_that_fails_removes_its_temporary_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kb.retrieval.bm25
+
+    repo = small_repo(tmp_path / "kb")
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(kb.retrieval.bm25, "export_bm25", broken)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        build_index(repo)
+    assert list(index_store(repo).versions.iterdir()) == [] and index_store(repo).current() is None
