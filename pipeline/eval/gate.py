@@ -110,7 +110,7 @@ class GateBenchReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "seed": self.seed,
-            "per_operator": self.per_operator,
+            "drawn_per_operator": self.per_operator,
             "material": self.material,
             "seconds": round(self.seconds, 1),
             "summary": self.summary(),
@@ -158,7 +158,7 @@ def build_material(workdir: Path, material: Material) -> tuple[Repo, dict[str, A
         info["documents"].append("bundled sample (kb/samples)")
     for doc in material.docs:
         try:
-            items.append(prepare(doc.read_bytes(), doc.name, "document", "system", source=str(doc)))
+            items.append(prepare(doc.read_bytes(), doc.name, "document", "system", source=doc.name))
             info["documents"].append(str(doc))
         except (OSError, KbError) as exc:  # a file with a secret, not UTF-8...: said, not fatal
             info["skipped"].append(f"{doc}: {getattr(exc, 'message', exc)}")
@@ -170,7 +170,11 @@ def build_material(workdir: Path, material: Material) -> tuple[Repo, dict[str, A
     if material.locomo is not None:
         subset = _trimmed_locomo(material.locomo, material.conversations, material.sessions, workdir)
         _, stats = ingest_locomo(repo, subset, None)
-        info["locomo"] = {"file": str(material.locomo), "conversations": material.conversations, "sessions": material.sessions} | stats
+        info["locomo"] = {
+            "file": str(material.locomo),
+            "conversations": material.conversations,
+            "sessions_per_conversation": material.sessions,
+        } | stats
     return repo, info
 
 
@@ -233,7 +237,8 @@ def judge(repo: Repo, mutant: Mutant, number: int) -> Judged:
             evidence.update(d.evidence_id for d in view.defs.values())
     trailers = trailers_for(tuple(sorted(evidence)), str(main.id), agents.proposer.identity, 1)
     workspace.commit(f"Propose: {mutant.operator} ({mutant.note})", trailers, allow_empty=True)
-    stage, rule, rules = "", "", ()
+    stage, rule = "", ""
+    rules: tuple[str, ...] = ()
     try:
         review = review_branch(repo, branch, 1, agents)
         rules = _rules_of(review)
@@ -316,5 +321,7 @@ def report_lines(report: GateBenchReport) -> list[str]:
         lines.append(f"{name:<32}{row['category']:<12}{row['n']:>4}{row['caught']:>8}{pct(row['rate']):>9}")
     lines += ["", f"{'rule (stopped it first / fired at all)':<44}{'mutations':>12}{'controls':>12}"]
     for rule, row in data["per_rule"].items():
-        lines.append(f"{rule[:44]:<44}{row['first_mutation']:>5} /{row['any_mutation']:>4}{row['first_control']:>6} /{row['any_control']:>4}")
+        lines.append(
+            f"{rule[:44]:<44}{row['first_mutation']:>5} /{row['any_mutation']:>4}{row['first_control']:>6} /{row['any_control']:>4}"
+        )
     return lines
