@@ -403,26 +403,37 @@ def citation_span_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
 # ---- grounding -------------------------------------------------------------------------------
 
 
-def _replace_in_claims(view: PageView, operator: str, edit: Callable[[str], Iterator[tuple[str, str]]]) -> Iterator[Mutant]:
+def _span_text(view: PageView, corpus: Corpus, b: Bullet) -> str:
+    return " ".join(" ".join(corpus.evidence.get(d.evidence_id, [])[d.start - 1 : d.end]) for d in view.cited(b))
+
+
+def _replace_in_claims(
+    view: PageView, operator: str, edit: Callable[[str], Iterator[tuple[str, str]]], corpus: Corpus | None = None
+) -> Iterator[Mutant]:
+    """Edits of each bullet's claim. With ``corpus``, an edit "old -> new" is kept only when
+    ``new`` is nowhere in the cited lines: otherwise the evidence could still support it."""
     for b in view.bullets:
+        span = _span_text(view, corpus, b).lower() if corpus is not None else ""
         for new_claim, note in edit(b.claim):
-            if new_claim != b.claim:
-                yield _m(
-                    view, operator, "grounding", view.replace(b.index, view.bullet_line(b, claim=new_claim)), f"line {b.index + 1}: {note}"
-                )
+            token = note.rsplit(" -> ", 1)[-1].lower()
+            if new_claim == b.claim or (corpus is not None and re.search(rf"(?<!\w){re.escape(token)}(?!\w)", span)):
+                continue
+            yield _m(
+                view, operator, "grounding", view.replace(b.index, view.bullet_line(b, claim=new_claim)), f"line {b.index + 1}: {note}"
+            )
 
 
-def number_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:  # noqa: ARG001
+def number_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
     def edit(claim: str) -> Iterator[tuple[str, str]]:
         for m in NUMBER_RE.finditer(claim):
             n = int(m.group(1))
             new = str(n + 1) if n < 1900 or n > 2100 else str(n - 1)
             yield claim[: m.start()] + new + claim[m.end() :], f"{m.group(1)} -> {new}"
 
-    yield from _replace_in_claims(view, "number_changed", edit)
+    yield from _replace_in_claims(view, "number_changed", edit, corpus)
 
 
-def number_word_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:  # noqa: ARG001
+def number_word_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
     pattern = re.compile(r"\b(" + "|".join(NUMBER_WORDS[1:]) + r")\b", re.I)
 
     def edit(claim: str) -> Iterator[tuple[str, str]]:
@@ -432,19 +443,19 @@ def number_word_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:  # 
             new = new.capitalize() if word[0].isupper() else new
             yield claim[: m.start()] + new + claim[m.end() :], f"{word} -> {new}"
 
-    yield from _replace_in_claims(view, "number_word_changed", edit)
+    yield from _replace_in_claims(view, "number_word_changed", edit, corpus)
 
 
-def unit_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:  # noqa: ARG001
+def unit_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
     def edit(claim: str) -> Iterator[tuple[str, str]]:
         for old, new in UNIT_SWAPS:
             for m in re.finditer(rf"\b{re.escape(old)}\b", claim):
                 yield claim[: m.start()] + new + claim[m.end() :], f"{old} -> {new}"
 
-    yield from _replace_in_claims(view, "unit_changed", edit)
+    yield from _replace_in_claims(view, "unit_changed", edit, corpus)
 
 
-def date_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:  # noqa: ARG001
+def date_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
     names = re.compile(r"\b(" + "|".join(MONTHS + WEEKDAYS) + r")\b")
     years = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
 
@@ -461,7 +472,7 @@ def date_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:  # noqa: A
             new = str(int(m.group(1)) - 1)
             yield claim[: m.start()] + new + claim[m.end() :], f"{m.group(1)} -> {new}"
 
-    yield from _replace_in_claims(view, "date_changed", edit)
+    yield from _replace_in_claims(view, "date_changed", edit, corpus)
 
 
 def _drop_negation(text: str) -> Iterator[str]:
@@ -532,9 +543,8 @@ def proper_noun_swapped(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
             noun = m.group(1)
             if noun.split()[0] in STOP_CAPS or noun == view.subject:
                 continue
-            other = next(
-                (n for n in corpus.proper_nouns if n not in span and _unrelated(n, noun) and n != view.subject and n not in b.claim), None
-            )
+            nouns = corpus.proper_nouns[b.index % max(1, len(corpus.proper_nouns)) :] + corpus.proper_nouns
+            other = next((n for n in nouns if n not in span and _unrelated(n, noun) and n != view.subject and n not in b.claim), None)
             if other:
                 claim = b.claim[: m.start()] + other + b.claim[m.end() :]
                 yield _m(
@@ -542,11 +552,13 @@ def proper_noun_swapped(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
                 )
 
 
-def citation_swapped(view: PageView, corpus: Corpus) -> Iterator[Mutant]:  # noqa: ARG001
+def citation_swapped(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
     """A claim keeps its words but cites another claim's evidence line."""
     bullets = [b for b in view.body_bullets(overview=False) if len(b.labels) == 1 and b.labels[0] in view.defs]
     for a, b in zip(bullets, bullets[1:], strict=False):
-        if view.defs[a.labels[0]].quote != view.defs[b.labels[0]].quote:
+        mine, theirs = view.defs[a.labels[0]], view.defs[b.labels[0]]
+        lines = corpus.evidence.get(theirs.evidence_id, [])[theirs.start - 1 : theirs.end]
+        if mine.quote != theirs.quote and not any(mine.quote in line for line in lines):
             yield _m(
                 view,
                 "citation_swapped",
