@@ -8,7 +8,7 @@ DATA ?= ../shared/data
 
 PREFIX ?= $(HOME)/.local
 
-.PHONY: setup install demo lint test bench bench-check bench-loop bench-memory bench-retrieval clean
+.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-memory bench-retrieval clean
 
 setup: $(VENV)/.installed
 
@@ -41,6 +41,13 @@ test: lint
 bench-check: setup
 	$(BIN)/python bench/check_scale.py --pages 10000 --evidence 2000
 
+# Gate mutation benchmark: LoCoMo memory pages plus documentation shipped inside installed packages.
+SITE ?= $(shell $(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" 2>/dev/null)
+GATE_DOCS ?= $(SITE)/litellm/mcp_client/Readme.md $(SITE)/litellm/google_genai/Readme.md $(SITE)/litellm/passthrough/README.md $(SITE)/httpx-0.28.1.dist-info/METADATA $(SITE)/python_dotenv-1.2.4.dist-info/METADATA $(SITE)/frozenlist-1.8.0.dist-info/METADATA
+
+bench-gate: setup
+	$(BIN)/kb eval gate --locomo $(DATA)/locomo/locomo-dev.json --conversations 5 --sessions 0 $(addprefix --docs ,$(GATE_DOCS)) --seed 0 --per-operator 10
+
 bench-loop: setup
 	$(BIN)/python bench/loop_offline.py --cases $(DATA)/memory-cases
 
@@ -53,7 +60,7 @@ bench-retrieval: setup
 	$(BIN)/python bench/retrieval_scale.py all --pages 10000
 
 # Each benchmark prints its numbers; docs/benchmarks.md records them with the machine.
-bench: bench-check bench-loop bench-memory bench-retrieval
+bench: bench-check bench-gate bench-loop bench-memory bench-retrieval
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache

@@ -1,4 +1,4 @@
-"""``kb eval retrieval|memory``: measuring retrieval and memory on public data sets."""
+"""``kb eval retrieval|memory|gate``: measuring retrieval and memory on public data sets, and the gate."""
 
 from __future__ import annotations
 
@@ -108,6 +108,38 @@ def memory(
     report = run_eval(locomo, cases, variant, parse_cutoffs(k), workdir, limit, qa_limit, judge=judge, config_text=config_text)
     if as_json:
         print_json(report)
+        return
+    for line in report_lines(report):
+        echo(line)
+
+
+@eval_app.command("gate")
+def gate(
+    locomo: Annotated[Path | None, typer.Option(help="LoCoMo JSON file whose conversations become memory pages.")] = None,
+    conversations: Annotated[int, typer.Option(help="LoCoMo: the first N conversations.")] = 1,
+    sessions: Annotated[int, typer.Option(help="LoCoMo: the first N sessions of each conversation (0: all).")] = 6,
+    docs: Annotated[list[Path] | None, typer.Option("--docs", help="A documentation file (Markdown or text); repeat the option.")] = None,
+    sample: Annotated[bool, typer.Option("--sample", help="Also the bundled sample (one policy, two sessions).")] = False,
+    seed: Annotated[int, typer.Option(help="Which edits are drawn.")] = 0,
+    per_operator: Annotated[int, typer.Option("--per-operator", help="Edits drawn per operator.")] = 6,
+    operator: Annotated[list[str] | None, typer.Option("--operator", help="Only this operator; repeat the option.")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Keep the built repository here (an empty folder; default: a temp dir).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Mutation benchmark of the gate and the Reviewer: seeded unfaithful edits and faithful
+    controls of pages the offline loop merged from real material, each judged as `kb review`
+    and `kb merge` would; catch rate per category, operator and rule, and false positives.
+
+    Example: kb eval gate --locomo ../shared/data/locomo/locomo-dev.json --docs README.md --seed 0
+    """
+    from pipeline.eval.gate import Material, report_lines, run_gate_bench
+
+    if conversations < 1 or sessions < 0:
+        raise UsageError("--conversations must be at least 1 and --sessions at least 0")
+    material = Material(locomo, conversations, sessions or None, tuple(docs or ()), sample)
+    report = run_gate_bench(material, seed, per_operator, workdir, operator)
+    if as_json:
+        print_json(report.to_dict())
         return
     for line in report_lines(report):
         echo(line)
