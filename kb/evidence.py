@@ -187,7 +187,7 @@ class AddResult:
 
 def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = iso_utc) -> AddResult:
     """Append prepared items atomically: all files, the ledger lines and one commit, or nothing."""
-    with repo.lock("write"):
+    with repo.write_lock():
         recovered = apply_recovery(repo, plan_recovery(repo))
         entries = load_ledger(repo.root)
         known = {e.id for e in entries}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agents.llm import Usage, budget_for, check_budget
@@ -61,6 +61,18 @@ def run_loop(
     user_speakers: Mapping[str, tuple[str, ...]] | None = None,
     build_index: bool = True,
 ) -> RunResult:
+    """The whole loop holds the repository lock (two runs never share evidence, branches or
+    main), then rebuilds the index outside it."""
+    with repo.write_lock():
+        result = _run_locked(repo, ids, since, user_speakers)
+    if build_index and result.merge is not None:
+        from kb.retrieval.build import build_index as build
+
+        result.merge = replace(result.merge, index=build(repo))
+    return result
+
+
+def _run_locked(repo: Repo, ids: list[str] | None, since: str | None, user_speakers: Mapping[str, tuple[str, ...]] | None) -> RunResult:
     agents = make_agents(repo.config)
     budget = budget_for(repo.config.loop)
     proposal = propose(repo, ids, since, user_speakers, agents)
@@ -75,7 +87,7 @@ def run_loop(
         result.reviews.append(review)
         result.usage = result.usage + review.usage
         if review.verdict == "approve":
-            result.merge = merge_branch(repo, proposal.branch, build_index=build_index)
+            result.merge = merge_branch(repo, proposal.branch, build_index=False)
             result.status = RunStatus.MERGED
             return result
         spent = check_budget(budget, result.usage, round_no)

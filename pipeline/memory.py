@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kb.evidence import add_items
@@ -43,6 +43,18 @@ def ingest(
     speaker: str | None = None,
     build_index: bool = True,
 ) -> IngestResult:
+    """Store and propose holding the repository lock (so no other writer takes these sessions
+    between the two), then rebuild the index outside it."""
+    with repo.write_lock():
+        result = _ingest_locked(repo, user, paths, sample, speaker)
+    if build_index and result.run is not None and result.run.merge is not None:
+        from kb.retrieval.build import build_index as build
+
+        result.run.merge = replace(result.run.merge, index=build(repo))
+    return result
+
+
+def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None, speaker: str | None) -> IngestResult:
     scope = user_scope(user)
     sessions: list[Session] = []
     warnings: list[str] = []
@@ -61,5 +73,5 @@ def ingest(
     result.resumed = [i for i in pending if i not in result.added]
     if not pending:
         return result
-    result.run = run_loop(repo, ids=pending, user_speakers={user: speakers}, build_index=build_index)
+    result.run = run_loop(repo, ids=pending, user_speakers={user: speakers}, build_index=False)
     return result

@@ -137,6 +137,16 @@ def _drop_branch(repo: Repo, branch: str) -> None:
     repo.git.branches.local.delete(branch)
 
 
+def unused_branch(repo: Repo, branch: str) -> str:
+    """``branch``, or ``branch-2``, ``-3``... if a branch of that name exists already (two
+    proposals from the same evidence within one second)."""
+    name, n = branch, 1
+    while name in repo.git.branches.local:
+        n += 1
+        name = f"{branch}-{n}"
+    return name
+
+
 def propose(
     repo: Repo,
     ids: list[str] | None = None,
@@ -144,14 +154,26 @@ def propose(
     user_speakers: Mapping[str, tuple[str, ...]] | None = None,
     agents: Agents | None = None,
 ) -> Proposal:
-    """Create a work branch with the Proposer's change for the selected evidence."""
+    """Create a work branch with the Proposer's change for the selected evidence (holding the
+    repository lock)."""
+    with repo.write_lock():
+        return _propose(repo, ids, since, user_speakers, agents)
+
+
+def _propose(
+    repo: Repo,
+    ids: list[str] | None,
+    since: str | None,
+    user_speakers: Mapping[str, tuple[str, ...]] | None,
+    agents: Agents | None,
+) -> Proposal:
     agents = agents or make_agents(repo.config)
     entries = select_evidence(repo, ids, since)
     if not entries:
         raise UsageError("no new evidence to propose from", hint="add evidence with `kb evidence add`, or name items with --evidence")
     head = repo.head()
     assert head is not None
-    branch = branch_name(entries)
+    branch = unused_branch(repo, branch_name(entries))
     workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed_prefixes(entries))
     run_dir = new_run_dir(repo, "propose")
     task = ProposalTask(evidence_items(repo, entries), workspace.allowed, dict(user_speakers or {}))

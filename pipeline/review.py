@@ -81,6 +81,12 @@ def review_task(
 
 
 def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | None = None) -> ReviewResult:
+    """Review the head of ``branch`` and record the verdict (holding the repository lock)."""
+    with repo.write_lock():
+        return _review_branch(repo, branch, round_no, agents)
+
+
+def _review_branch(repo: Repo, branch: str, round_no: int, agents: Agents | None) -> ReviewResult:
     agents = agents or make_agents(repo.config)
     workspace = clean_workspace(repo, branch)
     head = workspace.head()

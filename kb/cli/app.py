@@ -16,7 +16,7 @@ import typer
 from typer import TyperException
 
 from kb.cli import evaluate, loop, memory, reading, repository
-from kb.cli.common import RepoOpt, set_repo_option
+from kb.cli.common import LockWaitOpt, RepoOpt, set_command_label, set_lock_wait, set_repo_option
 from kb.cli.evidence import evidence_app
 from kb.cli.index import index_app
 from kb.clock import compact_utc
@@ -33,8 +33,9 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root(repo: RepoOpt = None) -> None:
+def _root(repo: RepoOpt = None, lock_wait: LockWaitOpt = None) -> None:
     set_repo_option(repo)
+    set_lock_wait(lock_wait)
 
 
 app.command("init")(repository.init)
@@ -61,6 +62,7 @@ def _crash_log(exc: BaseException) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
+    set_command_label(" ".join(["kb", *(sys.argv[1:] if argv is None else argv)]))
     try:
         result = app(args=argv, standalone_mode=False, prog_name="kb")
     except KbError as exc:

@@ -74,7 +74,10 @@ def merge(
     from pipeline.merge import merge_branch
 
     result = merge_branch(open_repo(), branch, build_index=not no_index)
-    echo(f"merged {result.branch} as {result.commit[:10]}; review record {result.record_path}")
+    if result.already:
+        echo(f"{result.branch} is merged already, as {result.commit[:10]}; review record {result.record_path}")
+    else:
+        echo(f"merged {result.branch} as {result.commit[:10]}; review record {result.record_path}")
     if result.index is not None:
         echo(f"index: {result.index.summary()}")
 
