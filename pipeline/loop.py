@@ -18,7 +18,7 @@ from kb.errors import KbError
 from kb.repo import Repo
 from pipeline.backend import branch_backend
 from pipeline.merge import MergeResult, merge_branch
-from pipeline.propose import Proposal, branch_diff, evidence_items, propose, select_evidence, trailers_for
+from pipeline.propose import Proposal, branch_diff, close_open_branch, evidence_items, propose, select_evidence, trailers_for
 from pipeline.records import set_status
 from pipeline.review import ReviewResult, branch_base, clean_workspace, review_branch
 from pipeline.roles import make_agents
@@ -64,7 +64,10 @@ def run_loop(
     """The whole loop holds the repository lock (two runs never share evidence, branches or
     main), then rebuilds the index outside it."""
     with repo.write_lock():
-        result = _run_locked(repo, ids, since, user_speakers)
+        try:
+            result = _run_locked(repo, ids, since, user_speakers)
+        finally:
+            close_open_branch(repo)  # merged, left for a human, or failed: no longer being written
     if build_index and result.merge is not None:
         from kb.retrieval.build import build_index as build
 
@@ -75,7 +78,7 @@ def run_loop(
 def _run_locked(repo: Repo, ids: list[str] | None, since: str | None, user_speakers: Mapping[str, tuple[str, ...]] | None) -> RunResult:
     agents = make_agents(repo.config)
     budget = budget_for(repo.config.loop)
-    proposal = propose(repo, ids, since, user_speakers, agents)
+    proposal = propose(repo, ids, since, user_speakers, agents, for_run=True)
     result = RunResult(proposal)
     if proposal.head is None:
         result.reason = "no claims to propose"

@@ -12,7 +12,7 @@ from kb.repo import Repo
 from kb.scopes import user_scope
 from kb.sessions import Session, read_sessions
 from pipeline.loop import RunResult, run_loop
-from pipeline.propose import evidence_on_open_branches, select_evidence
+from pipeline.propose import drop_abandoned_branch, evidence_on_open_branches, select_evidence
 
 
 @dataclass
@@ -67,7 +67,9 @@ def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None,
     items = [prepare_messages(list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}) for s in sessions]
     added = add_items(repo, items)
     result = IngestResult(user, len(sessions), [e.id for e in added.added], added.duplicates, warnings)
-    # Sessions stored earlier but never proposed (an ingest killed after its add) go in as well.
+    # Sessions stored earlier but never proposed (an ingest killed after its add) go in as well,
+    # and so do those of a branch a killed ingest was writing.
+    drop_abandoned_branch(repo)
     waiting = evidence_on_open_branches(repo)  # proposed already, left for a human: not again
     pending = [e.id for e in select_evidence(repo) if e.scope == scope and e.id not in waiting]
     result.resumed = [i for i in pending if i not in result.added]
