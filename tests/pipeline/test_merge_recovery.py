@@ -109,3 +109,31 @@ def test_a_stale_journal_of_a_head_moved_otherwise_is_dropped_untouched(sample_r
     journal.write_text('{"old": "')  # cut short by a kill while it was written: nothing had moved
     assert cli("--repo", str(repo.root), "evidence", "add", str(note)).code == 0
     assert not journal.exists()
+
+
+def test_the_branch_of_a_killed_run_is_dropped_and_its_evidence_proposed_again(sample_repo, cli) -> None:
+    from pipeline.propose import OPEN_BRANCH
+
+    repo, _ = sample_repo
+    abandoned = propose(repo, for_run=True).branch  # a run killed after proposing: the journal stays
+    assert (repo.state_dir / OPEN_BRANCH).exists()
+    result = cli("--repo", str(repo.root), "run", "--no-index")
+    assert result.code == 0 and "merged as" in result.out, result.err
+    assert abandoned not in repo.git.branches.local and abandoned not in result.out
+    assert [b for b in repo.git.branches.local if b.startswith("kb/")] == []
+    assert not (repo.state_dir / OPEN_BRANCH).exists()
+    assert Repo(repo.root).dirty_paths() == [] and run_checks(Repo(repo.root)).ok
+
+
+def test_a_branch_left_for_a_human_or_by_a_plain_propose_is_kept(sample_repo) -> None:
+    from pipeline.propose import OPEN_BRANCH, drop_abandoned_branch
+    from pipeline.records import set_status
+
+    repo, _ = sample_repo
+    proposal = propose(repo, for_run=True)
+    set_status(repo, str(proposal.head), "needs-human", {"branch": proposal.branch})  # killed just after marking it
+    assert drop_abandoned_branch(repo) is None
+    assert proposal.branch in repo.git.branches.local and not (repo.state_dir / OPEN_BRANCH).exists()
+    kept = propose(repo, ids=[proposal.evidence_ids[0]])  # `kb propose` leaves its branch for review
+    assert not (repo.state_dir / OPEN_BRANCH).exists() and drop_abandoned_branch(repo) is None
+    assert kept.branch in repo.git.branches.local
