@@ -248,23 +248,29 @@ class Repo:
             finally:
                 _HELD[key] -= 1
             return
-        with self._hold(path, "repository lock"):
+        with self._hold(path, "repository lock") as killed_since:
+            if killed_since is not None:
+                self._clear_git_locks(killed_since)
             self.finish_interrupted()
             yield
 
     @contextmanager
-    def _hold(self, path: Path, what: str) -> Iterator[None]:
+    def _hold(self, path: Path, what: str) -> Iterator[float | None]:
+        """Hold the lock; yields when the previous holder was killed holding it (its start, epoch
+        seconds), else None."""
         key = (str(path), threading.get_ident())
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
         try:
             self._acquire(fd, path, what)
+            killed_since = _holder_start(os.pread(fd, 4096, 0))
             # Who holds it, for a waiter's message. Truncated again on release, so a holder
             # named in the file is either alive or was killed holding the lock.
             os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps({"pid": os.getpid(), "command": self.command or _default_command()}).encode(), 0)
+            holder = {"pid": os.getpid(), "command": self.command or _default_command(), "since": time.time()}
+            os.pwrite(fd, json.dumps(holder).encode(), 0)
             _HELD[key] = 1
             try:
-                yield
+                yield killed_since
             finally:
                 del _HELD[key]
                 os.ftruncate(fd, 0)
@@ -296,6 +302,21 @@ class Repo:
                         "KB_LOCK_WAIT or lock_wait_s in kb.config.yaml",
                     ) from None
                 time.sleep(min(left, random.uniform(0.02, 0.1)))  # jitter: waiters do not wake in step
+
+    def _clear_git_locks(self, since: float) -> None:
+        """Remove git's own lock files (index, HEAD, refs) that a writer killed holding the
+        repository lock left: those created since it started. git would refuse every later write."""
+        gitdir = Path(self.git.path)
+        candidates = [gitdir / "index.lock", gitdir / "HEAD.lock", gitdir / "packed-refs.lock"]
+        candidates += (gitdir / "refs").rglob("*.lock")
+        candidates += (gitdir / "worktrees").glob("*/index.lock")
+        candidates += (gitdir / "worktrees").glob("*/HEAD.lock")
+        for lock in candidates:
+            try:
+                if lock.stat().st_mtime >= since - 1:
+                    lock.unlink()
+            except FileNotFoundError:
+                continue
 
     # ---- moving HEAD (the merge) -------------------------------------------------------
 
@@ -378,6 +399,15 @@ _HELD: dict[tuple[str, int], int] = {}
 
 def _default_command() -> str:
     return " ".join([Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:]])[:200]
+
+
+def _holder_start(data: bytes) -> float | None:
+    """When the holder named in a lock file's ``data`` started; None when none is named (the
+    last holder released it cleanly)."""
+    try:
+        return float(json.loads(data)["since"]) if data.strip() else None
+    except (ValueError, KeyError, TypeError):
+        return 0.0  # named, but cut short by the kill: treat every git lock file as its
 
 
 def describe_holder(path: Path) -> str:
