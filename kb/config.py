@@ -113,6 +113,8 @@ class Config(_Strict):
     retrieval: Retrieval = Retrieval()
     models: Models = Models()
     loop: Loop = Loop()
+    # How long a writing command waits for another one holding the repository lock (seconds).
+    lock_wait_s: float = Field(300.0, ge=0, le=86_400)
 
 
 DEFAULT_CONFIG_TEXT = """\
@@ -137,6 +139,7 @@ loop:
   max_rounds: 3
   max_tokens: 400000
   max_cost_usd: 2.0
+lock_wait_s: 300      # how long a writing command waits for another one to finish (seconds)
 """
 
 

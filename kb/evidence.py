@@ -130,6 +130,7 @@ class Recovery:
     remove: tuple[str, ...]  # untracked leftovers: temporary files, items the ledger never committed
     restore_ledger: bytes | None  # the committed ledger, when the working one only has lines appended
     ledger_committed: bool = True  # False: the ledger is not in HEAD at all, so it is removed
+    resync: tuple[str, ...] = ()  # committed, file as committed, git's index not yet told (killed after the commit)
 
 
 def plan_recovery(repo: Repo) -> Recovery:
@@ -142,11 +143,15 @@ def plan_recovery(repo: Repo) -> Recovery:
     committed = repo.read_at(head, LEDGER_PATH) if head else None
     known = {e.id for e in ledger_at(repo, head)}
     remove: list[str] = []
+    resync: list[str] = []
     restore: bytes | None = None
     for path in dirty:
         item = _ITEM_RE.match(path)
-        tracked = head is not None and repo.read_at(head, path) is not None
-        if _TMP_RE.search(path) and not tracked:
+        committed_file = repo.read_at(head, path) if head is not None else None
+        tracked = committed_file is not None
+        if tracked and (repo.root / path).is_file() and (repo.root / path).read_bytes() == committed_file:
+            resync.append(path)
+        elif _TMP_RE.search(path) and not tracked:
             remove.append(path)
         elif item and not tracked and item.group(1) not in known:
             remove.append(path)
@@ -157,10 +162,16 @@ def plan_recovery(repo: Repo) -> Recovery:
                 f"evidence/ has changes no kb command makes ({path})",
                 hint="evidence is append-only: inspect them with `git status evidence`, then restore with `git checkout -- evidence` and remove untracked files with `git clean -n evidence` / `git clean -f evidence`",
             )
-    return Recovery(tuple(remove), restore, committed is not None)
+    return Recovery(tuple(remove), restore, committed is not None, tuple(resync))
 
 
 def apply_recovery(repo: Repo, recovery: Recovery) -> tuple[str, ...]:
+    if recovery.resync:
+        index = repo.git.index
+        index.read()
+        for path in recovery.resync:
+            index.add(path)
+        index.write()
     for path in recovery.remove:
         (repo.root / path).unlink(missing_ok=True)
     if recovery.restore_ledger is not None:
@@ -168,7 +179,7 @@ def apply_recovery(repo: Repo, recovery: Recovery) -> tuple[str, ...]:
             atomic_write(repo.root / LEDGER_PATH, recovery.restore_ledger)
         else:
             (repo.root / LEDGER_PATH).unlink(missing_ok=True)
-    return recovery.remove + ((LEDGER_PATH,) if recovery.restore_ledger is not None else ())
+    return recovery.remove + recovery.resync + ((LEDGER_PATH,) if recovery.restore_ledger is not None else ())
 
 
 def _write_ledger(path: Path, data: bytes) -> None:
@@ -187,7 +198,7 @@ class AddResult:
 
 def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = iso_utc) -> AddResult:
     """Append prepared items atomically: all files, the ledger lines and one commit, or nothing."""
-    with repo.lock("write"):
+    with repo.write_lock():
         recovered = apply_recovery(repo, plan_recovery(repo))
         entries = load_ledger(repo.root)
         known = {e.id for e in entries}

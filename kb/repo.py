@@ -8,12 +8,20 @@ tree, and a working-tree commit touches exactly the paths it names.
 from __future__ import annotations
 
 import fcntl
+import glob
+import json
 import os
-from collections.abc import Iterator
+import random
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pygit2
 
@@ -52,6 +60,9 @@ class Repo:
     """An open knowledge repository."""
 
     root: Path
+    lock_wait: float | None = None  # seconds a writer waits for another; None: the config's lock_wait_s
+    on_lock_wait: Callable[[str], None] | None = None  # told once, when a writer starts to wait
+    command: str = ""  # what this process is, for a waiter's message (default: its argv)
 
     @cached_property
     def git(self) -> pygit2.Repository:
@@ -209,21 +220,210 @@ class Repo:
 
     @contextmanager
     def lock(self, name: str) -> Iterator[None]:
-        """An exclusive, non-blocking lock under .kb/ (released on exit or process death)."""
+        """An exclusive lock under .kb/, released on exit or process death.
+
+        Another process's hold is waited for (``lock_wait``, bounded); a hold by this same
+        thread is refused at once, since waiting for oneself never ends.
+        """
         path = self.state_dir / f"{name}.lock"
+        if (str(path), threading.get_ident()) in _HELD:
+            raise ConflictError(f"this process already holds the {name} lock ({path})", hint="wait for it to finish and try again")
+        with self._hold(path, f"{name} lock"):
+            yield
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """The one repository-wide lock of every command that writes the repository.
+
+        Re-entrant within a thread (``kb run`` holds it and calls propose, review and merge, which
+        take it too). The outermost holder first finishes what a killed writer left half done
+        (``finish_interrupted``), so every writer starts from a consistent repository.
+        """
+        path = self.state_dir / f"{WRITE_LOCK}.lock"
+        key = (str(path), threading.get_ident())
+        if key in _HELD:
+            _HELD[key] += 1
+            try:
+                yield
+            finally:
+                _HELD[key] -= 1
+            return
+        with self._hold(path, "repository lock") as killed_since:
+            if killed_since is not None:
+                self._clear_git_locks(killed_since)
+            self.finish_interrupted()
+            yield
+
+    @contextmanager
+    def _hold(self, path: Path, what: str) -> Iterator[float | None]:
+        """Hold the lock; yields when the previous holder was killed holding it (its start, epoch
+        seconds), else None."""
+        key = (str(path), threading.get_ident())
         fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise ConflictError(
-                    f"another kb process holds the {name} lock ({path})", hint="wait for it to finish and try again"
-                ) from None
+            self._acquire(fd, path, what)
+            killed_since = _holder_start(os.pread(fd, 4096, 0))
+            # Who holds it, for a waiter's message. Truncated again on release, so a holder
+            # named in the file is either alive or was killed holding the lock.
             os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
-            yield
+            holder = {"pid": os.getpid(), "command": self.command or _default_command(), "since": time.time()}
+            os.pwrite(fd, json.dumps(holder).encode(), 0)
+            _HELD[key] = 1
+            try:
+                yield killed_since
+            finally:
+                del _HELD[key]
+                os.ftruncate(fd, 0)
         finally:
             os.close(fd)
+
+    def _acquire(self, fd: int, path: Path, what: str) -> None:
+        """flock ``fd``, polling until the wait (``lock_wait`` or the config's) runs out."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        wait = self.lock_wait if self.lock_wait is not None else self.config.lock_wait_s
+        holder = describe_holder(path)
+        if self.on_lock_wait is not None and wait > 0:
+            self.on_lock_wait(f"waiting for the {what} held by {holder} (up to {wait:g} s)")
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ConflictError(
+                        f"the {what} is still held by {describe_holder(path)} after waiting {wait:g} s ({path})",
+                        hint="let that command finish and try again, or wait longer with --lock-wait SECONDS, "
+                        "KB_LOCK_WAIT or lock_wait_s in kb.config.yaml",
+                    ) from None
+                time.sleep(min(left, random.uniform(0.02, 0.1)))  # jitter: waiters do not wake in step
+
+    def _clear_git_locks(self, since: float) -> None:
+        """Remove git's own lock files (index, HEAD, refs) that a writer killed holding the
+        repository lock left: those created since it started. git would refuse every later write."""
+        gitdir = Path(self.git.path)
+        candidates = [gitdir / "index.lock", gitdir / "HEAD.lock", gitdir / "packed-refs.lock"]
+        candidates += (gitdir / "refs").rglob("*.lock")
+        candidates += (gitdir / "worktrees").glob("*/index.lock")
+        candidates += (gitdir / "worktrees").glob("*/HEAD.lock")
+        for lock in candidates:
+            try:
+                if lock.stat().st_mtime >= since - 1:
+                    lock.unlink()
+            except FileNotFoundError:
+                continue
+
+    # ---- moving HEAD (the merge) -------------------------------------------------------
+
+    def move_head(self, new: pygit2.Oid, drop_branch: str | None = None, drop_worktree: str | None = None) -> None:
+        """Move HEAD's branch to ``new`` and bring the working tree's files of the change along;
+        then delete ``drop_branch`` and the worktree ``drop_worktree`` (the merged work branch).
+
+        Journaled: the intent (old and new commit, the changed paths) is written to
+        ``.kb/head-move.json`` before anything moves, each file is replaced atomically, and the
+        next writer (``finish_interrupted``) completes a move a kill interrupted, touching only
+        the paths of that change. Call it holding the write lock.
+        """
+        head = self.head()
+        if head is None:
+            raise ConflictError("the repository has no commits yet")
+        target = self.git[new].peel(pygit2.Commit)
+        paths = sorted({p for d in diff_trees(head.tree, target.tree).deltas for p in (d.old_file.path, d.new_file.path)})
+        dirty = sorted(set(self.dirty_paths()) & set(paths))
+        if dirty:
+            raise ConflictError(f"the working tree has uncommitted changes in {dirty[0]}", hint="commit or discard them first")
+        intent = {"old": str(head.id), "new": str(new), "paths": paths, "branch": drop_branch, "worktree": drop_worktree}
+        atomic_write(self.state_dir / HEAD_MOVE, (json.dumps(intent, indent=2, sort_keys=True) + "\n").encode())
+        self._apply_head_move(intent)
+
+    def finish_interrupted(self) -> str | None:
+        """Complete a head move a killed process left half done; what was done, or None."""
+        journal = self.state_dir / HEAD_MOVE
+        try:
+            intent = json.loads(journal.read_text(encoding="utf-8"))
+            old, new = str(intent["old"]), str(intent["new"])
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError):  # a journal cut short: written before anything moved
+            journal.unlink(missing_ok=True)
+            return None
+        head = self.head()
+        if head is None or str(head.id) not in (old, new) or new not in self.git:
+            journal.unlink()  # HEAD was moved some other way since: nothing of ours to finish
+            return None
+        self._apply_head_move(intent)
+        return f"finished an interrupted merge: HEAD is now {new[:10]}"
+
+    def _apply_head_move(self, intent: dict[str, Any]) -> None:
+        target = self.git[intent["new"]].peel(pygit2.Commit)
+        index = self.git.index
+        index.read()
+        for path in intent["paths"]:
+            file = self.root / path
+            for leftover in file.parent.glob(f".{glob.escape(file.name)}.tmp-*"):  # of a killed atomic_write
+                leftover.unlink(missing_ok=True)
+            try:
+                entry = target.tree[path]
+            except KeyError:
+                entry = None
+            if isinstance(entry, pygit2.Blob):
+                atomic_write(file, entry.data)
+                index.add(path)
+            else:
+                file.unlink(missing_ok=True)
+                if path in index:
+                    index.remove(path)
+        index.write()
+        self.git.head.resolve().set_target(target.id)
+        if intent.get("worktree") and intent["worktree"] in self.git.list_worktrees():
+            worktree = self.git.lookup_worktree(intent["worktree"])
+            shutil.rmtree(worktree.path, ignore_errors=True)
+            worktree.prune(True)
+        branch = self.git.branches.local.get(intent["branch"]) if intent.get("branch") else None
+        if branch is not None and (branch.target == target.id or self.git.descendant_of(target.id, branch.target)):
+            branch.delete()
+        (self.state_dir / HEAD_MOVE).unlink(missing_ok=True)
+
+
+WRITE_LOCK = "write"
+HEAD_MOVE = "head-move.json"
+# Locks this process holds: (lock file, thread) -> depth. An flock belongs to an open file, so a
+# second open and flock of the same file in the same process would wait for itself.
+_HELD: dict[tuple[str, int], int] = {}
+
+
+def _default_command() -> str:
+    return " ".join([Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:]])[:200]
+
+
+def _holder_start(data: bytes) -> float | None:
+    """When the holder named in a lock file's ``data`` started; None when none is named (the
+    last holder released it cleanly)."""
+    try:
+        return float(json.loads(data)["since"]) if data.strip() else None
+    except (ValueError, KeyError, TypeError):
+        return 0.0  # named, but cut short by the kill: treat every git lock file as its
+
+
+def describe_holder(path: Path) -> str:
+    """ "pid N (command ...)" from a lock file, or a generic phrase when it names no live process."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "{}")
+        pid, command = int(data["pid"]), str(data["command"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another kb process"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "another kb process"
+    except PermissionError:
+        pass  # alive, another user's
+    return f"pid {pid} (command {command})"
 
 
 def open_repo(explicit: Path | None = None, start: Path | None = None) -> Repo:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agents.llm import Usage, budget_for, check_budget
@@ -18,7 +18,7 @@ from kb.errors import KbError
 from kb.repo import Repo
 from pipeline.backend import branch_backend
 from pipeline.merge import MergeResult, merge_branch
-from pipeline.propose import Proposal, branch_diff, evidence_items, propose, select_evidence, trailers_for
+from pipeline.propose import Proposal, branch_diff, close_open_branch, evidence_items, propose, select_evidence, trailers_for
 from pipeline.records import set_status
 from pipeline.review import ReviewResult, branch_base, clean_workspace, review_branch
 from pipeline.roles import make_agents
@@ -61,9 +61,24 @@ def run_loop(
     user_speakers: Mapping[str, tuple[str, ...]] | None = None,
     build_index: bool = True,
 ) -> RunResult:
+    """The whole loop holds the repository lock (two runs never share evidence, branches or
+    main), then rebuilds the index outside it."""
+    with repo.write_lock():
+        try:
+            result = _run_locked(repo, ids, since, user_speakers)
+        finally:
+            close_open_branch(repo)  # merged, left for a human, or failed: no longer being written
+    if build_index and result.merge is not None:
+        from kb.retrieval.build import build_index as build
+
+        result.merge = replace(result.merge, index=build(repo))
+    return result
+
+
+def _run_locked(repo: Repo, ids: list[str] | None, since: str | None, user_speakers: Mapping[str, tuple[str, ...]] | None) -> RunResult:
     agents = make_agents(repo.config)
     budget = budget_for(repo.config.loop)
-    proposal = propose(repo, ids, since, user_speakers, agents)
+    proposal = propose(repo, ids, since, user_speakers, agents, for_run=True)
     result = RunResult(proposal)
     if proposal.head is None:
         result.reason = "no claims to propose"
@@ -75,7 +90,7 @@ def run_loop(
         result.reviews.append(review)
         result.usage = result.usage + review.usage
         if review.verdict == "approve":
-            result.merge = merge_branch(repo, proposal.branch, build_index=build_index)
+            result.merge = merge_branch(repo, proposal.branch, build_index=False)
             result.status = RunStatus.MERGED
             return result
         spent = check_budget(budget, result.usage, round_no)

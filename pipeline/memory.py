@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kb.errors import UsageError
@@ -15,7 +15,7 @@ from kb.repo import Repo
 from kb.scopes import user_scope
 from kb.sessions import Session, read_sessions
 from pipeline.loop import RunResult, run_loop
-from pipeline.propose import evidence_on_open_branches, select_evidence
+from pipeline.propose import drop_abandoned_branch, evidence_on_open_branches, select_evidence
 
 
 @dataclass
@@ -61,6 +61,18 @@ def ingest(
     speaker: str | None = None,
     build_index: bool = True,
 ) -> IngestResult:
+    """Store and propose holding the repository lock (so no other writer takes these sessions
+    between the two), then rebuild the index outside it."""
+    with repo.write_lock():
+        result = _ingest_locked(repo, user, paths, sample, speaker)
+    if build_index and result.run is not None and result.run.merge is not None:
+        from kb.retrieval.build import build_index as build
+
+        result.run.merge = replace(result.run.merge, index=build(repo))
+    return result
+
+
+def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None, speaker: str | None) -> IngestResult:
     scope = user_scope(user)
     sessions: list[Session] = []
     warnings: list[str] = []
@@ -75,11 +87,13 @@ def ingest(
     items = [prepare_messages(list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}) for s in sessions]
     added = add_items(repo, items)
     result = IngestResult(user, len(sessions), [e.id for e in added.added], added.duplicates, warnings)
-    # Sessions stored earlier but never proposed (an ingest killed after its add) go in as well.
+    # Sessions stored earlier but never proposed (an ingest killed after its add) go in as well,
+    # and so do those of a branch a killed ingest was writing.
+    drop_abandoned_branch(repo)
     waiting = evidence_on_open_branches(repo)  # proposed already, left for a human: not again
     pending = [e.id for e in select_evidence(repo) if e.scope == scope and e.id not in waiting]
     result.resumed = [i for i in pending if i not in result.added]
     if not pending:
         return result
-    result.run = run_loop(repo, ids=pending, user_speakers={user: speakers}, build_index=build_index)
+    result.run = run_loop(repo, ids=pending, user_speakers={user: speakers}, build_index=False)
     return result

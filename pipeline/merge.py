@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pygit2
@@ -22,9 +22,9 @@ from kb.errors import ConflictError, GateError
 from kb.progress import report
 from kb.repo import FILEMODE_BLOB, Repo
 from pipeline.approval import approved_review
-from pipeline.records import ReviewRecord, proposal_info, reviews_of
+from pipeline.records import ReviewRecord, parse_trailers, proposal_info, reviews_of
 from pipeline.review import branch_base, clean_workspace
-from pipeline.workspace import WRITABLE, Workspace, remove_workspace
+from pipeline.workspace import WRITABLE, Workspace, worktree_name
 
 if TYPE_CHECKING:
     from kb.retrieval.build import BuildResult
@@ -36,6 +36,7 @@ class MergeResult:
     commit: str
     record_path: str
     index: BuildResult | None  # None with --no-index
+    already: bool = False  # merged before (by an earlier run of this merge); nothing done now
 
 
 @dataclass(frozen=True)
@@ -123,19 +124,50 @@ def _merge_index(repo: Repo, branch: str, main: pygit2.Commit, head: pygit2.Comm
     return index
 
 
-def _commit_merge(repo: Repo, index: pygit2.Index, record: MergeRecord, record_path: str, parents: list[pygit2.Oid]) -> pygit2.Oid:
-    """Write the record into the merged index, commit it and move main (and its working tree) there."""
+def _commit_merge(
+    repo: Repo, branch: str, index: pygit2.Index, record: MergeRecord, record_path: str, parents: list[pygit2.Oid]
+) -> pygit2.Oid:
+    """Write the record into the merged index, commit it, move main (and its working tree) there
+    and drop the work branch: journaled by ``Repo.move_head``, so a kill is finished by the next
+    writer."""
     data = json.dumps(record.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     index.add(pygit2.IndexEntry(record_path, repo.git.create_blob(data.encode("utf-8")), FILEMODE_BLOB))
     tree = index.write_tree(repo.git)
     sig = repo.signature()
     commit_id = repo.git.create_commit(None, sig, sig, record.message(record_path), tree, parents)
-    repo.git.checkout_tree(repo.git[commit_id], strategy=pygit2.enums.CheckoutStrategy.SAFE)
-    repo.git.head.set_target(commit_id)
+    repo.move_head(commit_id, drop_branch=branch, drop_worktree=worktree_name(branch))
     return commit_id
 
 
+def merged_as(repo: Repo, branch: str) -> MergeResult | None:
+    """The merge of ``branch`` on main's first-parent line, if it was merged already (a rerun of
+    a ``kb merge`` whose first run was killed after moving main)."""
+    commit = repo.head()
+    while commit is not None:
+        if commit.message.startswith(f"Merge {branch}\n"):
+            record = parse_trailers(commit.message).get("Kb-Review-Record", "")
+            return MergeResult(branch, str(commit.id), record, None, already=True)
+        commit = commit.parents[0] if commit.parents else None
+    return None
+
+
 def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.datetime | None = None) -> MergeResult:
+    """Merge ``branch`` holding the repository lock, then rebuild the index (outside the lock, so
+    other writers need not wait for the embedder)."""
+    with repo.write_lock():
+        result = _merge_locked(repo, branch, now)
+    if build_index:
+        from kb.retrieval.build import build_index as build
+
+        result = replace(result, index=build(repo, progress=report))
+    return result
+
+
+def _merge_locked(repo: Repo, branch: str, now: dt.datetime | None) -> MergeResult:
+    if branch not in repo.git.branches.local:
+        done = merged_as(repo, branch)
+        if done is not None:
+            return done
     workspace = clean_workspace(repo, branch)
     head = workspace.head()
     base = branch_base(repo, head)
@@ -148,12 +180,5 @@ def merge_branch(repo: Repo, branch: str, build_index: bool = True, now: dt.date
     now = now or utc_now()
     record_path = f"reviews/{now:%Y}/{branch.removeprefix('kb/')}.json"
     record = _merge_record(repo, branch, head, base, info, approval, now)
-    commit_id = _commit_merge(repo, index, record, record_path, [main.id, head.id])
-    remove_workspace(repo, branch)
-    repo.git.branches.local.delete(branch)
-    result_index = None
-    if build_index:
-        from kb.retrieval.build import build_index as build
-
-        result_index = build(repo, progress=report)
-    return MergeResult(branch, str(commit_id), record_path, result_index)
+    commit_id = _commit_merge(repo, branch, index, record, record_path, [main.id, head.id])
+    return MergeResult(branch, str(commit_id), record_path, None)

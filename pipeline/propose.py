@@ -8,6 +8,7 @@ through the branch's backend; the program confines and commits its edits.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -20,10 +21,10 @@ from kb.clock import compact_utc
 from kb.errors import KbError, NotFoundError, UsageError
 from kb.evidence import LedgerEntry, ledger_at
 from kb.page import parse_page
-from kb.repo import Repo, diff_trees
+from kb.repo import Repo, atomic_write, diff_trees
 from kb.scopes import PAGE_FOLDERS, folder_for_scope, user_of
 from pipeline.backend import branch_backend
-from pipeline.records import parse_trailers, proposal_info
+from pipeline.records import parse_trailers, proposal_info, status_of
 from pipeline.roles import Agents, make_agents
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import BRANCH_PREFIX, Workspace, open_workspace, remove_workspace, slugify_branch
@@ -154,14 +155,72 @@ def _drop_branch(repo: Repo, branch: str) -> None:
     repo.git.branches.local.delete(branch)
 
 
+def unused_branch(repo: Repo, branch: str) -> str:
+    """``branch``, or ``branch-2``, ``-3``... if a branch of that name exists already (two
+    proposals from the same evidence within one second)."""
+    name, n = branch, 1
+    while name in repo.git.branches.local:
+        n += 1
+        name = f"{branch}-{n}"
+    return name
+
+
 def propose(
     repo: Repo,
     ids: list[str] | None = None,
     since: str | None = None,
     user_speakers: Mapping[str, tuple[str, ...]] | None = None,
     agents: Agents | None = None,
+    for_run: bool = False,
 ) -> Proposal:
-    """Create a work branch with the Proposer's change for the selected evidence."""
+    """Create a work branch with the Proposer's change for the selected evidence (holding the
+    repository lock). The branch is named in ``.kb/open-branch.json`` while it is written (and,
+    ``for_run``, until the run that asked for it closes it with ``close_open_branch``): a branch
+    whose writer was killed is dropped by the next proposal, so its evidence is proposed again."""
+    with repo.write_lock():
+        drop_abandoned_branch(repo)
+        try:
+            return _propose(repo, ids, since, user_speakers, agents)
+        finally:
+            if not for_run:
+                close_open_branch(repo)
+
+
+OPEN_BRANCH = "open-branch.json"
+
+
+def close_open_branch(repo: Repo) -> None:
+    (repo.state_dir / OPEN_BRANCH).unlink(missing_ok=True)
+
+
+def drop_abandoned_branch(repo: Repo) -> str | None:
+    """Drop the work branch a killed ``propose`` or ``run`` was writing, unless it was marked for a
+    human; its name, or None. Call it holding the repository lock: whoever named the branch in the
+    journal is gone."""
+    journal = repo.state_dir / OPEN_BRANCH
+    try:
+        branch = json.loads(journal.read_text(encoding="utf-8"))["branch"]
+    except FileNotFoundError:
+        return None
+    except (ValueError, KeyError, TypeError):
+        branch = None
+    dropped = None
+    if isinstance(branch, str) and branch in repo.git.branches.local:
+        head = repo.git.branches.local[branch].peel(pygit2.Commit)
+        if status_of(repo, str(head.id)) is None:
+            _drop_branch(repo, branch)
+            dropped = branch
+    journal.unlink(missing_ok=True)
+    return dropped
+
+
+def _propose(
+    repo: Repo,
+    ids: list[str] | None,
+    since: str | None,
+    user_speakers: Mapping[str, tuple[str, ...]] | None,
+    agents: Agents | None,
+) -> Proposal:
     agents = agents or make_agents(repo.config)
     entries = select_evidence(repo, ids, since)
     entries, later = one_user_at_a_time(entries, chosen=bool(ids))
@@ -170,7 +229,8 @@ def propose(
         base = str(head.id) if head is not None else ""
         note = "no new evidence: every item in the ledger has been proposed (add evidence with `kb evidence add`)"
         return Proposal("", base, None, (), (), 0, 0, agents.proposer.identity, "", (note,))
-    branch = branch_name(entries)
+    branch = unused_branch(repo, branch_name(entries))
+    atomic_write(repo.state_dir / OPEN_BRANCH, json.dumps({"branch": branch}).encode())
     workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed_prefixes(entries))
     run_dir = new_run_dir(repo, "propose")
     task = ProposalTask(evidence_items(repo, entries), workspace.allowed, dict(user_speakers or {}))

@@ -47,20 +47,6 @@ def branch_base(repo: Repo, head: pygit2.Commit) -> pygit2.Commit:
     return repo.git[base_id].peel(pygit2.Commit)
 
 
-def merged_as(repo: Repo, branch: str, limit: int = 5000) -> str | None:
-    """The merge commit on main that merged ``branch`` (newest first, within ``limit`` commits), or None."""
-    head = repo.head()
-    if head is None:
-        return None
-    title = f"Merge {branch}"
-    for count, commit in enumerate(repo.git.walk(head.id, pygit2.enums.SortMode.TIME)):
-        if count >= limit:
-            break
-        if len(commit.parents) > 1 and commit.message.split("\n", 1)[0].strip() == title:
-            return str(commit.id)
-    return None
-
-
 def clean_workspace(repo: Repo, branch: str) -> Workspace:
     workspace = open_workspace(repo, branch, create=False)
     dirty = workspace.view.dirty_paths(WRITABLE)
@@ -96,6 +82,12 @@ def review_task(
 
 
 def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | None = None) -> ReviewResult:
+    """Review the head of ``branch`` and record the verdict (holding the repository lock)."""
+    with repo.write_lock():
+        return _review_branch(repo, branch, round_no, agents)
+
+
+def _review_branch(repo: Repo, branch: str, round_no: int, agents: Agents | None) -> ReviewResult:
     agents = agents or make_agents(repo.config)
     signer = ReviewSigner(repo)  # before any model call: a review nobody can sign would not count
     workspace = clean_workspace(repo, branch)

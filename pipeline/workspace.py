@@ -129,6 +129,11 @@ class Workspace:
         """Commit every change under the writable folders; None when nothing changed (unless
         ``allow_empty``: then a commit that only carries the message and trailers)."""
         view = Repo(self.root)
+        if view.git.head.name != f"refs/heads/{self.branch}":  # a worktree whose .git is gone opens the main repository
+            raise ConflictError(
+                f"{self.root} is not the worktree of {self.branch} (its HEAD is {view.git.head.name})",
+                hint=f"propose again; `git worktree prune` removes the broken worktree of {self.branch}",
+            )
         paths = view.dirty_paths(WRITABLE)
         if not paths and not allow_empty:
             return None
@@ -138,11 +143,16 @@ class Workspace:
         return str(view.commit_worktree_paths(paths, text))
 
 
+def worktree_name(branch: str) -> str:
+    """The git worktree (and folder under ``.kb/worktrees``) of a work branch."""
+    return branch.replace("/", "-")
+
+
 def open_workspace(repo: Repo, branch: str, base: str | None = None, create: bool = True, allowed: tuple[str, ...] = WRITABLE) -> Workspace:
     """The worktree of ``branch`` (created from ``base``, default HEAD, if it does not exist)."""
     if not branch.startswith(BRANCH_PREFIX):
         raise PathError(f"work branches are named {BRANCH_PREFIX}<slug>, not {branch!r}")
-    name = branch.replace("/", "-")
+    name = worktree_name(branch)
     folder = repo.state_dir / WORKTREES
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
@@ -165,7 +175,7 @@ def open_workspace(repo: Repo, branch: str, base: str | None = None, create: boo
 
 
 def remove_workspace(repo: Repo, branch: str) -> None:
-    name = branch.replace("/", "-")
+    name = worktree_name(branch)
     path = repo.state_dir / WORKTREES / name
     if path.exists():
         shutil.rmtree(path)

@@ -17,7 +17,7 @@ import typer
 from typer import TyperException
 
 from kb.cli import evaluate, loop, memory, reading, repository
-from kb.cli.common import RepoOpt, set_repo_option
+from kb.cli.common import LockWaitOpt, RepoOpt, set_command_label, set_lock_wait, set_repo_option
 from kb.cli.evidence import evidence_app
 from kb.cli.index import index_app
 from kb.clock import compact_utc
@@ -84,12 +84,14 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     repo: RepoOpt = None,
+    lock_wait: LockWaitOpt = None,
     _version: Annotated[
         bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines on stderr.")] = False,
 ) -> None:
     set_repo_option(repo)
+    set_lock_wait(lock_wait)
     set_reporter(Reporter(quiet=quiet))
 
 
@@ -118,6 +120,7 @@ def _crash_log(exc: BaseException) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
+    set_command_label(" ".join(["kb", *(sys.argv[1:] if argv is None else argv)]))
     try:
         result = app(args=argv, standalone_mode=False, prog_name="kb")
     except KbError as exc:

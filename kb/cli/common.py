@@ -20,12 +20,22 @@ if TYPE_CHECKING:
     from kb.repo import Repo
 
 _state: dict[str, Path | None] = {"repo": None}
+_lock: dict[str, float | str | None] = {"wait": None, "command": ""}
 
 RepoOpt = Annotated[
     Path | None, typer.Option("--repo", help="Repository root (default: found from the current directory upward).", envvar="KB_REPO")
 ]
 AsOpt = Annotated[str, typer.Option("--as", help="Principal: system, or user:<id> (sees system + that user).")]
 CommitOpt = Annotated[str | None, typer.Option("--commit", help="Read this commit or branch (default HEAD).")]
+LockWaitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--lock-wait",
+        min=0,
+        help="Seconds a writing command waits for another one holding the repository lock (default: lock_wait_s of the config, 300).",
+        envvar="KB_LOCK_WAIT",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON.")]
 
 
@@ -33,11 +43,30 @@ def set_repo_option(repo: Path | None) -> None:
     _state["repo"] = repo
 
 
+def set_lock_wait(wait: float | None) -> None:
+    """How long a writer waits for the repository lock (None: the config's ``lock_wait_s``)."""
+    _lock["wait"] = wait
+
+
+def set_command_label(command: str) -> None:
+    """How this command names itself, in the lock file, to another one waiting for it."""
+    _lock["command"] = command[:200]
+
+
+def _waiting(message: str) -> None:
+    typer.echo(message, err=True)
+
+
 def open_repo() -> Repo:
     """The repository named by ``--repo``/``KB_REPO``, or found from the working directory."""
     from kb.repo import open_repo as find
 
-    return find(_state["repo"])
+    repo = find(_state["repo"])
+    wait = _lock["wait"]
+    repo.lock_wait = float(wait) if wait is not None else None
+    repo.command = str(_lock["command"] or "")
+    repo.on_lock_wait = _waiting
+    return repo
 
 
 def echo(text: str) -> None:

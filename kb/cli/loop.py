@@ -74,16 +74,12 @@ def merge(
     Example: kb merge kb/20250618-alice-5e8072
     """
     from pipeline.merge import merge_branch
-    from pipeline.review import merged_as
 
-    repo = open_repo()
-    if branch not in repo.git.branches.local:
-        commit = merged_as(repo, branch)
-        if commit is not None:
-            echo(f"{branch} is already merged as {commit[:10]}; nothing to do")
-            return
-    result = merge_branch(repo, branch, build_index=not no_index)
-    echo(f"merged {result.branch} as {result.commit[:10]}; review record {result.record_path}")
+    result = merge_branch(open_repo(), branch, build_index=not no_index)
+    if result.already:
+        echo(f"{result.branch} is already merged as {result.commit[:10]}; nothing to do")
+    else:
+        echo(f"merged {result.branch} as {result.commit[:10]}; review record {result.record_path}")
     if result.index is not None:
         echo(f"index: {result.index.summary()}")
 
