@@ -63,9 +63,10 @@ def test_two_parallel_runs_put_only_merges_on_main_and_do_not_crash(tmp_path: Pa
     processes = [start_kb("--repo", str(repo.root), "run", "--no-index", cwd=tmp_path) for _ in range(2)]
     results = sorted(finish(p) for p in processes)
     codes = [code for code, _, _ in results]
-    # one run merges; the other waits for it and then finds nothing left to propose (exit 2)
-    assert codes == [0, 2], results
-    assert "merged as" in results[0][1] and "no new evidence to propose from" in results[1][2]
+    # one run merges; the other waits for it and then finds nothing left to propose (not an error)
+    assert codes == [0, 0], results
+    outputs = sorted(out for _, out, _ in results)
+    assert "merged as" in outputs[1] and outputs[0].startswith("nothing to do: no new evidence"), results
     assert unreviewed_on_main(repo.root) == []
     assert [s for s in main_line(repo.root) if s.startswith("Merge kb/")] != []
     assert [b for b in repo.git.branches.local if b.startswith("kb/")] == []
