@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kb.cli.common import AsOpt, CommitOpt, JsonOpt, echo, open_repo, print_json, progress
+
+if TYPE_CHECKING:
+    from kb.repo import Repo
+    from kb.retrieval.search import Hit
 
 
 def search(
@@ -36,7 +41,10 @@ def search(
     from kb.retrieval.search import make_query, open_searcher
 
     q = make_query(query, principal, k, at, mode, include_evidence, include_deprecated)
-    searcher = open_searcher(open_repo(), commit, progress)
+    repo = open_repo()
+    searcher = open_searcher(repo, commit, progress)
+    if commit is None:
+        _say_if_behind(repo, searcher.manifest.source_commit)
     hits = searcher.search(q)
     if as_json:
         print_json(
@@ -49,16 +57,40 @@ def search(
             }
         )
         return
+    _print_hits(hits, q.text)
+
+
+def _say_if_behind(repo: Repo, served: str) -> None:
+    """One line on stderr when the served index is not built from HEAD."""
+    head = repo.head()
+    if head is None or str(head.id) == served:
+        return
+    try:
+        ahead, behind = repo.git.ahead_behind(head.id, served)
+    except (KeyError, ValueError):
+        ahead, behind = 0, 0
+    lag = f"{ahead} commit(s) behind HEAD" if ahead and not behind else "not built from HEAD"
+    typer.echo(f"note: the index serves {served[:10]}, {lag}; run `kb index build` to search the newest pages", err=True)
+
+
+def _print_hits(hits: list[Hit], query: str) -> None:
+    """Each hit: where (page, section path, lines), the passage that matched with the query's
+    terms in bold on a terminal, then the page's L0."""
+    from kb.retrieval.snippet import passage
+
     if not hits:
         echo("no results")
+    tty = sys.stdout.isatty()
+    bold, dim, plain = ("\033[1m", "\033[2m", "\033[0m") if tty else ("", "", "")
     for n, hit in enumerate(hits, 1):
         ranks = ", ".join(f"{name} #{rank}" for name, rank in sorted(hit.ranks.items()))
-        where = f"{hit.id}#{hit.anchor}" if hit.anchor else hit.id
-        echo(f"{n:>2}. [{hit.kind}] {where}  L{hit.line_start}-{hit.line_end}  score {hit.score:.4f} ({ranks})")
-        if hit.kind == "page":
-            echo(f"    {hit.title}: {hit.summary}")
-        else:
-            echo(f"    {hit.title}: {hit.text.splitlines()[0][:160] if hit.text else ''}")
+        section = " › ".join(hit.headings[1:] if hit.kind == "page" else hit.headings) or hit.anchor
+        where = f"{hit.id} › {section}" if section else hit.id
+        echo(f"{n:>2}. [{hit.kind}] {bold}{where}{plain}  L{hit.line_start}-{hit.line_end}  score {hit.score:.4f} ({ranks})")
+        shown = passage(hit.text, query)
+        echo(f"    {shown.highlighted(bold, plain) if tty else shown.text}")
+        if hit.kind == "page" and hit.summary:
+            echo(f"    {dim}{hit.title}: {hit.summary}{plain}")
 
 
 def read(

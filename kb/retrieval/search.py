@@ -68,6 +68,7 @@ class Hit:
     status: str = "active"
     valid_from: str = ""
     valid_to: str = ""
+    headings: tuple[str, ...] = ()  # the section path of the best chunk
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +83,13 @@ class Query:
     mode: str = "hybrid"
     include_evidence: bool = False
     include_deprecated: bool = False
+
+
+INDEX_PAGE_ALLOWANCE = 16  # extra fused hits fetched so that dropped index pages leave k hits
+
+
+def _is_folder_index(path: str) -> bool:
+    return path == "index.md" or path.endswith("/index.md")
 
 
 def parse_date(text: str | None) -> int | None:
@@ -376,7 +384,12 @@ class Searcher:
     def _search_namespace(self, namespace: str, query: Query, vector: Vectors | None) -> list[Hit]:
         lists = self.rank(query, namespace, vector)
         group = self.page_of if namespace == PAGE else self.chunk_key
-        return self._fuse(lists, group, query.k, namespace)
+        if query.mode != "hybrid" or namespace != PAGE:
+            return self._fuse(lists, group, query.k, namespace)
+        # A folder's index page (a list of titles and L0s) is close to almost any query in the
+        # embedding space; in hybrid search it ranks only when its words match too.
+        hits = self._fuse(lists, group, query.k + INDEX_PAGE_ALLOWANCE, namespace)
+        return [h for h in hits if "bm25" in h.ranks or not _is_folder_index(h.path)][: query.k]
 
     def page_of(self, row: int) -> str:
         return str(self.docs[int(self.row_doc[row])]["id"])
@@ -446,6 +459,7 @@ class Searcher:
                     status=doc["status"],
                     valid_from=doc["valid_from"],
                     valid_to=doc["valid_to"],
+                    headings=tuple(record.get("headings") or ()),
                 )
             )
         return hits

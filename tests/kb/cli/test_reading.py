@@ -66,3 +66,33 @@ def test_reading_a_page_with_malformed_frontmatter_is_a_format_error(cli, tmp_pa
     repo.commit_worktree_paths(["knowledge/travel/visas.md"], "break a page\n")
     result = cli("read", "knowledge/travel/visas", cwd=repo.root)
     assert_one_error(result, FormatError.exit_code, "knowledge/travel/visas.md:4: malformed YAML frontmatter")
+
+
+def test_search_shows_the_matching_passage_its_section_and_says_when_behind(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    cli("--repo", r, "index", "build")
+    result = cli("--repo", r, "search", "how much did Acme grow", "--k", "1")
+    lines = result.out.splitlines()
+    assert result.code == 0 and result.err == ""
+    assert lines[0].startswith(" 1. [page] knowledge/acme › Finances  L")
+    assert lines[1] == "    The company grew 3% in 2024."  # the passage that matched, not the L0
+    assert lines[2] == "    Acme Corp: Acme Corp makes anvils."  # then the L0
+    commit(repo, {"knowledge/new.md": page_for("knowledge/new.md", "New", "A new page.", "Fresh text.")})
+    result = cli("--repo", r, "search", "how much did Acme grow", "--k", "1")
+    assert result.code == 0
+    assert result.err.startswith("note: the index serves ") and "1 commit(s) behind HEAD; run `kb index build`" in result.err
+
+
+def test_folder_index_pages_need_a_word_match_in_hybrid_search(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    cli("--repo", r, "index", "build")
+    query = "quantum chromodynamics on a lattice"
+    dense = json.loads(cli("--repo", r, "search", query, "--mode", "dense", "--json").out)["hits"]
+    assert "knowledge/index" in [h["id"] for h in dense]  # meaning alone finds the index page
+    hybrid = json.loads(cli("--repo", r, "search", query, "--json").out)["hits"]
+    assert "knowledge/index" not in [h["id"] for h in hybrid]
+    assert [h["id"] for h in hybrid] == [h["id"] for h in dense if h["id"] != "knowledge/index"]
+    listed = json.loads(cli("--repo", r, "search", "shared knowledge entry page", "--json").out)["hits"]
+    assert "knowledge/index" in [h["id"] for h in listed]  # its words match: it ranks

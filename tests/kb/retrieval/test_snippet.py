@@ -1,0 +1,26 @@
+"""The passage shown for a hit: the window around the query's terms, matched as BM25 matches them."""
+
+from __future__ import annotations
+
+from kb.retrieval.snippet import passage
+
+
+def test_the_window_holds_the_terms_and_marks_them() -> None:
+    filler = "Nothing of interest is written in this sentence at all. " * 12
+    text = filler + "Alice lives in Munich since June.[^a1] " + filler
+    shown = passage(text, "where does alice live", width=120)
+    assert "Alice lives in Munich" in shown.text and shown.text.startswith("… ") and shown.text.endswith(" …")
+    assert "[^a1]" not in shown.text  # footnote references are noise in a preview
+    marked = {shown.text[a:b] for a, b in shown.spans}
+    assert marked == {"Alice", "lives"}  # "live" matches "lives": the analyser stems both
+    assert shown.highlighted("<", ">").count("<") == 2 and "<Alice> <lives>" in shown.highlighted("<", ">")
+
+
+def test_no_matching_term_shows_the_start() -> None:
+    shown = passage("A short page about nothing in particular.", "quantum chromodynamics")
+    assert shown.text == "A short page about nothing in particular." and shown.spans == ()
+
+
+def test_chinese_terms_are_found() -> None:
+    shown = passage("公司的差旅政策规定，出差必须提前十四天预订。" * 3, "差旅政策")
+    assert shown.spans and all(shown.text[a:b] in ("差旅", "政策", "差旅政策") for a, b in shown.spans)
