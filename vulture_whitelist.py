@@ -25,6 +25,7 @@ _.list_items  # kb/cli/evidence.py: `kb evidence list`
 _.model_config  # agents/schemas.py, agents/tools.py, kb/config.py, pipeline/eval/judge.py
 _._ordered  # agents/tools.py: ReadEvidenceArgs' @model_validator (end not before start)
 _._no_reserved_or_secret_options  # kb/config.py: ModelRole's @field_validator on options
+_._fingerprints  # kb/config.py: Secrets' @field_validator on allow (fingerprints only)
 
 # Fields of model output and of records written as JSON (asdict / model_dump): they are read
 # by the model that fills them, by people and by the benchmarks, not by kb's own code.

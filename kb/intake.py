@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,48 @@ from kb.ids import evidence_id
 from kb.secrets import find_secrets
 
 KINDS = ("conversation", "trajectory", "document", "tool-output")
+
+
+class SecretsFoundError(FormatError):
+    """Inputs refused for what looks like secrets. ``findings`` lists every one, each as
+    ``where:line: kind (fingerprint ...)``, never the secret text."""
+
+    def __init__(self, findings: list[str], inputs: int = 1) -> None:
+        self.findings = tuple(findings)
+        self.details = self.findings
+        many = "s" if len(findings) != 1 else ""
+        super().__init__(
+            f"{len(findings)} finding{many} that look{'' if many else 's'} like a secret in "
+            f"{inputs} input{'s' if inputs != 1 else ''}; nothing was added",
+            hint="evidence is permanent: redact each secret and add again; a reviewed finding that is "
+            "not a secret is allowed by its fingerprint under `secrets: {allow: [...]}` in kb.config.yaml",
+        )
+
+
+def refuse_secrets(content: str, where: str, allow: Collection[str], stored: bool) -> None:
+    """Raise ``SecretsFoundError`` for every secret in ``content`` not allowed by fingerprint.
+    ``stored``: the line numbers are those of the stored form (a conversation), not the file's."""
+    hits = find_secrets(content, allow)
+    if hits:
+        raise SecretsFoundError([hit.describe(where, stored) for hit in hits])
+
+
+def prepare_all(preparations: Iterable[Callable[[], PreparedItem]]) -> list[PreparedItem]:
+    """Run every preparation; the secrets found in any of them are refused together, once all
+    inputs were read, so that one run reports every finding of every input. Any other error
+    stops at once."""
+    items: list[PreparedItem] = []
+    findings: list[str] = []
+    refused = 0
+    for prepare_one in preparations:
+        try:
+            items.append(prepare_one())
+        except SecretsFoundError as exc:
+            findings.extend(exc.findings)
+            refused += 1
+    if findings:
+        raise SecretsFoundError(findings, refused)
+    return items
 
 
 @dataclass(frozen=True)
@@ -172,7 +214,12 @@ def normalise_text(text: str) -> str:
 
 
 def prepare_messages(
-    messages: list[Message], source: str, scope: str, meta: dict[str, Any] | None = None, kind: str = "conversation"
+    messages: list[Message],
+    source: str,
+    scope: str,
+    meta: dict[str, Any] | None = None,
+    kind: str = "conversation",
+    allow: Collection[str] = (),
 ) -> PreparedItem:
     """A conversation already read into messages (e.g. one session of a LoCoMo file)."""
     if not messages:
@@ -184,12 +231,7 @@ def prepare_messages(
         meta.setdefault("first_time", times[0])
         meta.setdefault("last_time", times[-1])
     meta.setdefault("messages", len(messages))
-    hits = find_secrets(content)
-    if hits:
-        raise FormatError(
-            f"{source}: contains what looks like a secret ({hits[0].kind}) at stored line {hits[0].line}",
-            hint="evidence is permanent: redact the secret before adding it",
-        )
+    refuse_secrets(content, source, allow, stored=True)
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
 
 
@@ -200,8 +242,10 @@ def prepare(
     scope: str,
     source: str = "",
     meta: dict[str, Any] | None = None,
+    allow: Collection[str] = (),
 ) -> PreparedItem:
-    """Decode and normalise one input into its stored form. Pure: no effects."""
+    """Decode and normalise one input into its stored form. Pure: no effects. Content that
+    looks like a secret (``kb.secrets``; ``allow``: reviewed fingerprints) is refused."""
     if kind not in KINDS:
         raise UsageError(f"unknown evidence kind {kind!r}", hint=f"use one of: {', '.join(KINDS)}")
     try:
@@ -210,7 +254,8 @@ def prepare(
         raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})", hint="convert the file to UTF-8") from None
     suffix = Path(name).suffix.lower()
     meta = dict(meta or {})
-    if kind in ("conversation", "trajectory") and suffix in (".json", ".jsonl"):
+    messages_read = kind in ("conversation", "trajectory") and suffix in (".json", ".jsonl")
+    if messages_read:
         messages = parse_messages(text, name)
         content = render_messages(messages)
         times = sorted(m.time for m in messages if m.time)
@@ -224,11 +269,5 @@ def prepare(
         if not text.strip():
             raise FormatError(f"{name}: empty file", hint="nothing to add")
         content = normalise_text(text)
-    hits = find_secrets(content)
-    if hits:
-        hit = hits[0]
-        raise FormatError(
-            f"{name}: contains what looks like a secret ({hit.kind}) at stored line {hit.line}",
-            hint="evidence is permanent: redact the secret before adding the file",
-        )
+    refuse_secrets(content, name, allow, stored=messages_read)
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source or name, meta)

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from kb.evidence import add_items
-from kb.intake import prepare_messages
+from kb.intake import prepare_all, prepare_messages
 from kb.repo import Repo
 from kb.scopes import user_scope
 from kb.sessions import Session, read_sessions
@@ -52,7 +53,11 @@ def ingest(
         warnings.extend(read.warnings)
     sessions.sort(key=lambda s: (s.date, s.source))
     speakers = user_speakers(user, sessions, speaker)
-    items = [prepare_messages(list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}) for s in sessions]
+    allow = repo.config.secrets.allow
+    items = prepare_all(
+        partial(prepare_messages, list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}, allow=allow)
+        for s in sessions
+    )
     added = add_items(repo, items)
     result = IngestResult(user, len(sessions), [e.id for e in added.added], added.duplicates, warnings)
     # Sessions stored earlier but never proposed (an ingest killed after its add) go in as well.

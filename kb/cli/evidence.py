@@ -25,13 +25,16 @@ def add(
 
     Example: kb evidence add chat.json --kind conversation --user alice
     """
+    from functools import partial
+
     from kb.evidence import add_items
-    from kb.intake import prepare
+    from kb.intake import prepare, prepare_all
     from kb.scopes import user_scope
 
     repo = open_repo()
     scope = user_scope(user)
-    items = []
+    allow = repo.config.secrets.allow
+    preparations = []
     for file in files:
         try:
             data = file.read_bytes()
@@ -39,7 +42,8 @@ def add(
             raise UsageError(f"{file}: no such file") from None
         except IsADirectoryError:
             raise UsageError(f"{file}: is a folder; pass files") from None
-        items.append(prepare(data, file.name, kind, scope, source or file.name))
+        preparations.append(partial(prepare, data, str(file), kind, scope, source or file.name, allow=allow))
+    items = prepare_all(preparations)
     result = add_items(repo, items)
     if result.recovered:
         typer.echo(f"note: cleaned up after an interrupted add: {', '.join(result.recovered)}", err=True)
