@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import stat
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,41 @@ from kb.ids import evidence_id
 from kb.secrets import find_secrets
 
 KINDS = ("conversation", "trajectory", "document", "tool-output")
+MAX_INPUT_BYTES = 64 * 1024 * 1024  # one input file: a document or a conversation export
+
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_input(path: Path) -> bytes:
+    """The bytes of one input file, at most ``MAX_INPUT_BYTES``. Only a regular file is read: a
+    FIFO would block until a writer came, ``/dev/zero`` would never end. The file is opened
+    without blocking and its type checked on the open descriptor, so that nothing swapped in
+    between a check and the read can stall kb."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a folder; pass files") from None
+    except PermissionError:
+        raise UsageError(f"{path}: permission denied", hint="check the file's permissions") from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise UsageError(f"{path}: is a folder; pass files")
+        if not stat.S_ISREG(mode):
+            what = next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
+            raise UsageError(f"{path}: is {what}, not a regular file", hint="save the material to a file and pass that")
+        limit = MAX_INPUT_BYTES
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FormatError(f"{path}: over the limit of {limit:,} bytes for one input", hint="split the material into smaller files")
+    return data
 
 
 class SecretsFoundError(FormatError):

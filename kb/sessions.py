@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import FormatError, UsageError
-from kb.intake import Message, message_from_dict, parse_messages
+from kb.intake import Message, message_from_dict, parse_messages, read_input
 from kb.yamltext import YamlProblem, load_yaml
 
 MAX_CASE_BYTES = 64 * 1024 * 1024  # a case file holds whole conversations
@@ -129,10 +129,7 @@ def case_sessions(data: dict[str, Any], name: str) -> list[Session]:
 def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
     """Every session in ``path``; chat files are one session each."""
     name = path.name
-    try:
-        data_bytes = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
+    data_bytes = read_input(path)
     try:
         text = data_bytes.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from kb.cli.common import echo, open_repo
-from kb.errors import UsageError
 
 evidence_app = typer.Typer(help="The append-only evidence log.\n\nExample: kb evidence list", no_args_is_help=True)
 
@@ -28,7 +27,7 @@ def add(
     from functools import partial
 
     from kb.evidence import add_items
-    from kb.intake import prepare, prepare_all
+    from kb.intake import prepare, prepare_all, read_input
     from kb.scopes import user_scope
 
     repo = open_repo()
@@ -36,13 +35,7 @@ def add(
     allow = repo.config.secrets.allow
     preparations = []
     for file in files:
-        try:
-            data = file.read_bytes()
-        except FileNotFoundError:
-            raise UsageError(f"{file}: no such file") from None
-        except IsADirectoryError:
-            raise UsageError(f"{file}: is a folder; pass files") from None
-        preparations.append(partial(prepare, data, str(file), kind, scope, source or file.name, allow=allow))
+        preparations.append(partial(prepare, read_input(file), str(file), kind, scope, source or file.name, allow=allow))
     items = prepare_all(preparations)
     result = add_items(repo, items)
     if result.recovered:
