@@ -23,6 +23,7 @@ from kb.secrets import find_secrets
 
 KINDS = ("conversation", "trajectory", "document", "tool-output")
 MAX_INPUT_BYTES = 64 * 1024 * 1024  # one input file: a document or a conversation export
+MAX_JSON_DEPTH = 100  # conversations and tool output nest a few levels, not hundreds
 
 _SPECIAL_FILES = (
     (stat.S_ISFIFO, "a FIFO"),
@@ -141,7 +142,8 @@ def message_from_dict(raw: dict[str, Any], where: str) -> Message:
     speaker = raw.get("speaker") or raw.get("role") or raw.get("name") or raw.get("from")
     text = raw.get("content", raw.get("text", raw.get("message")))
     if text is None and raw.get("tool_calls"):
-        calls = [c.get("function", c) for c in raw["tool_calls"] if isinstance(c, dict)]
+        listed = raw["tool_calls"] if isinstance(raw["tool_calls"], list) else []
+        calls = [f for c in listed if isinstance(c, dict) and isinstance(f := c.get("function", c), dict)]
         text = "; ".join(f"call {c.get('name')}({c.get('arguments', '')})" for c in calls)
     if speaker is None or text is None:
         raise FormatError(f"{where}: a message needs a role (or speaker) and content (or text)")
@@ -196,11 +198,11 @@ def parse_messages(text: str, name: str) -> list[Message]:
     if not stripped:
         raise FormatError(f"{name}: empty conversation", hint="the file has no messages")
     if stripped.startswith("["):
-        data = _json(stripped, name)
+        data = load_json(stripped, name)
     elif stripped.startswith("{") and "\n" in stripped and _looks_like_jsonl(stripped):
-        data = [_json(line, f"{name}:{n}") for n, line in enumerate(stripped.splitlines(), 1) if line.strip()]
+        data = [load_json(line, f"{name}:{n}") for n, line in enumerate(stripped.splitlines(), 1) if line.strip()]
     else:
-        data = _json(stripped, name)
+        data = load_json(stripped, name)
         if isinstance(data, dict):
             data = data.get("messages", data.get("conversation"))
     if not isinstance(data, list):
@@ -220,17 +222,37 @@ def _looks_like_jsonl(text: str) -> bool:
     try:
         json.loads(first)
         return True
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 
-def _json(text: str, name: str) -> Any:
+def _depth_over(data: Any, limit: int) -> bool:
+    """Whether ``data`` nests lists and objects deeper than ``limit`` (iteratively: no recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def load_json(text: str, name: str) -> Any:
+    """JSON from outside: a syntax error, or nesting deeper than ``MAX_JSON_DEPTH`` (which would
+    exhaust the stack of the parser or of whatever walks the data next), is a FormatError."""
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(
             f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint="fix the file or pass a Markdown/text file"
         ) from None
+    except RecursionError:
+        data = None
+    else:
+        if not _depth_over(data, MAX_JSON_DEPTH):
+            return data
+    raise FormatError(f"{name}: JSON nested too deeply (over {MAX_JSON_DEPTH} levels)", hint="flatten the data")
 
 
 def render_messages(messages: Iterable[Message]) -> str:
@@ -301,7 +323,7 @@ def prepare(
             meta.setdefault("last_time", times[-1])
         meta.setdefault("messages", len(messages))
     elif kind == "tool-output" and suffix == ".json":
-        content = normalise_text(json.dumps(_json(text, name), indent=2, sort_keys=True, ensure_ascii=False))
+        content = normalise_text(json.dumps(load_json(text, name), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         if not text.strip():
             raise FormatError(f"{name}: empty file", hint="nothing to add")

@@ -45,3 +45,29 @@ def test_an_input_over_the_size_bound_is_refused(cli, repo_root: Path, tmp_path:
     result = cli("evidence", "add", str(big), cwd=repo_root)
     assert_one_error(result, 5, str(big), "over the limit of 1,000 bytes")
     assert load_ledger(repo_root) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "args"),
+    [
+        ("deep.json", "[" * 100_000 + "]" * 100_000, ("--kind", "conversation")),
+        ("deep.json", '{"a":' * 100_000 + "1" + "}" * 100_000, ("--kind", "tool-output")),
+        ("shallow-enough.json", "[" * 600 + "]" * 600, ("--kind", "tool-output")),  # parses, deep for the printer
+        ("deep.jsonl", "[" * 100_000 + "\n{}\n", ("--kind", "conversation")),
+    ],
+)
+def test_deeply_nested_json_evidence_is_a_format_error(cli, repo_root: Path, tmp_path: Path, name: str, text: str, args) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    result = cli("evidence", "add", str(path), *args, cwd=repo_root)
+    assert_one_error(result, 5, "nested too deeply")
+    assert load_ledger(repo_root) == []
+
+
+@pytest.mark.parametrize("name", ["deep.json", "deep.jsonl"])
+def test_deeply_nested_json_sessions_are_a_format_error(cli, repo_root: Path, tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text('{"conversation": ' * 50_000 + "1" + "}" * 50_000, encoding="utf-8")
+    result = cli("memory", "ingest", str(path), "--user", "alice", cwd=repo_root)
+    assert_one_error(result, 5, "nested too deeply")
+    assert load_ledger(repo_root) == []
