@@ -112,8 +112,13 @@ def _normalise(value: Any) -> Any:
     if isinstance(value, list):
         return [_normalise(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _normalise(v) for k, v in value.items()}
+        return {_key(k): _normalise(v) for k, v in value.items()}
     return value
+
+
+def _key(key: Any) -> str:
+    """Keys are text; a date or time key reads as its ISO form, like a value."""
+    return str(_normalise(key)) if isinstance(key, dt.date) else str(key)
 
 
 def parse_page(text: str | bytes, path: str) -> Page:
@@ -146,7 +151,7 @@ def parse_page(text: str | bytes, path: str) -> Page:
         ) from None
     if not isinstance(meta_raw, dict):
         raise FormatError("frontmatter must be a mapping of fields", path=path, line=2)
-    meta = {str(k): _normalise(v) for k, v in meta_raw.items()}
+    meta = {_key(k): _normalise(v) for k, v in meta_raw.items()}
     meta_lines: dict[str, int] = {}
     for offset, line in enumerate(header.splitlines(), start=2):
         key = line.split(":", 1)[0]

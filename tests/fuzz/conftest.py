@@ -1,0 +1,18 @@
+"""The fuzz suite's one hypothesis profile: a modest number of examples, no deadline (a slow
+example on a shared machine is not a failure), and no example database written into the
+repository. ``KB_FUZZ_EXAMPLES`` raises the count for a longer local run."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "kb-fuzz",
+    max_examples=int(os.environ.get("KB_FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+settings.load_profile("kb-fuzz")
