@@ -28,6 +28,7 @@ _._claim_faults_name_both_lines  # agents/schemas.py: ReviewComment's @model_val
 _._timestamp  # pipeline/records.py: ReviewRecord's @field_validator on at (ISO date-time)
 _._comments  # pipeline/records.py: ReviewRecord's @field_validator on comments (each a Comment)
 _._no_reserved_or_secret_options  # kb/config.py: ModelRole's @field_validator on options
+_._fingerprints  # kb/config.py: Secrets' @field_validator on allow (fingerprints only)
 
 # Fields of model output and of records written as JSON (asdict / model_dump): they are read
 # by the model that fills them, by people and by the benchmarks, not by kb's own code.

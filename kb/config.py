@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kb.errors import ConfigError
+from kb.secrets import FINGERPRINT_RE
 from kb.yamltext import YamlProblem, load_yaml
 
 CONFIG_FILE = "kb.config.yaml"
@@ -106,6 +107,24 @@ class Loop(_Strict):
     max_cost_usd: float = Field(2.0, ge=0)
 
 
+class Secrets(_Strict):
+    """Reviewed findings of the secret scanner that are not secrets (an example key in a
+    document, say), each by the fingerprint the scanner printed: never the text itself."""
+
+    allow: tuple[str, ...] = ()
+
+    @field_validator("allow")
+    @classmethod
+    def _fingerprints(cls, allow: tuple[str, ...]) -> tuple[str, ...]:
+        for n, entry in enumerate(allow, 1):
+            if not FINGERPRINT_RE.match(entry):  # not echoed: it may be the secret itself
+                raise ValueError(
+                    f"entry {n} is not a finding's fingerprint (16 hex digits, as printed by "
+                    "`kb evidence add` or `kb check`); never put the secret itself here"
+                )
+        return allow
+
+
 class Config(_Strict):
     version: Literal[1]
     name: str = "kb"
@@ -115,6 +134,7 @@ class Config(_Strict):
     loop: Loop = Loop()
     # How long a writing command waits for another one holding the repository lock (seconds).
     lock_wait_s: float = Field(300.0, ge=0, le=86_400)
+    secrets: Secrets = Secrets()
 
 
 DEFAULT_CONFIG_TEXT = """\

@@ -21,6 +21,7 @@ class KbError(Exception):
 
     exit_code = 2
     default_hint = ""
+    details: tuple[str, ...] = ()  # further lines (one per finding, say), printed after the message
 
     def __init__(self, message: str, hint: str | None = None, *, path: str | None = None, line: int | None = None) -> None:
         where = "" if path is None else f"{path}:" if line is None else f"{path}:{line}:"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+import os
+import stat
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,84 @@ from kb.ids import evidence_id
 from kb.secrets import find_secrets
 
 KINDS = ("conversation", "trajectory", "document", "tool-output")
+MAX_INPUT_BYTES = 64 * 1024 * 1024  # one input file: a document or a conversation export
+MAX_JSON_DEPTH = 100  # conversations and tool output nest a few levels, not hundreds
+
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_input(path: Path) -> bytes:
+    """The bytes of one input file, at most ``MAX_INPUT_BYTES``. Only a regular file is read: a
+    FIFO would block until a writer came, ``/dev/zero`` would never end. The file is opened
+    without blocking and its type checked on the open descriptor, so that nothing swapped in
+    between a check and the read can stall kb."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path}: is a folder; pass files") from None
+    except PermissionError:
+        raise UsageError(f"{path}: permission denied", hint="check the file's permissions") from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise UsageError(f"{path}: is a folder; pass files")
+        if not stat.S_ISREG(mode):
+            what = next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
+            raise UsageError(f"{path}: is {what}, not a regular file", hint="save the material to a file and pass that")
+        limit = MAX_INPUT_BYTES
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FormatError(f"{path}: over the limit of {limit:,} bytes for one input", hint="split the material into smaller files")
+    return data
+
+
+class SecretsFoundError(FormatError):
+    """Inputs refused for what looks like secrets. ``findings`` lists every one, each as
+    ``where:line: kind (fingerprint ...)``, never the secret text."""
+
+    def __init__(self, findings: list[str], inputs: int = 1) -> None:
+        self.findings = tuple(findings)
+        self.details = self.findings
+        many = "s" if len(findings) != 1 else ""
+        super().__init__(
+            f"{len(findings)} finding{many} that look{'' if many else 's'} like a secret in "
+            f"{inputs} input{'s' if inputs != 1 else ''}; nothing was added",
+            hint="evidence is permanent: redact each secret and add again; a reviewed finding that is "
+            "not a secret is allowed by its fingerprint under `secrets: {allow: [...]}` in kb.config.yaml",
+        )
+
+
+def refuse_secrets(content: str, where: str, allow: Collection[str], stored: bool) -> None:
+    """Raise ``SecretsFoundError`` for every secret in ``content`` not allowed by fingerprint.
+    ``stored``: the line numbers are those of the stored form (a conversation), not the file's."""
+    hits = find_secrets(content, allow)
+    if hits:
+        raise SecretsFoundError([hit.describe(where, stored) for hit in hits])
+
+
+def prepare_all(preparations: Iterable[Callable[[], PreparedItem]]) -> list[PreparedItem]:
+    """Run every preparation; the secrets found in any of them are refused together, once all
+    inputs were read, so that one run reports every finding of every input. Any other error
+    stops at once."""
+    items: list[PreparedItem] = []
+    findings: list[str] = []
+    refused = 0
+    for prepare_one in preparations:
+        try:
+            items.append(prepare_one())
+        except SecretsFoundError as exc:
+            findings.extend(exc.findings)
+            refused += 1
+    if findings:
+        raise SecretsFoundError(findings, refused)
+    return items
 
 
 @dataclass(frozen=True)
@@ -62,7 +142,8 @@ def message_from_dict(raw: dict[str, Any], where: str) -> Message:
     speaker = raw.get("speaker") or raw.get("role") or raw.get("name") or raw.get("from")
     text = raw.get("content", raw.get("text", raw.get("message")))
     if text is None and raw.get("tool_calls"):
-        calls = [c.get("function", c) for c in raw["tool_calls"] if isinstance(c, dict)]
+        listed = raw["tool_calls"] if isinstance(raw["tool_calls"], list) else []
+        calls = [f for c in listed if isinstance(c, dict) and isinstance(f := c.get("function", c), dict)]
         text = "; ".join(f"call {c.get('name')}({c.get('arguments', '')})" for c in calls)
     if speaker is None or text is None:
         raise FormatError(f"{where}: a message needs a role (or speaker) and content (or text)")
@@ -117,11 +198,11 @@ def parse_messages(text: str, name: str) -> list[Message]:
     if not stripped:
         raise FormatError(f"{name}: empty conversation", hint="the file has no messages")
     if stripped.startswith("["):
-        data = _json(stripped, name)
+        data = load_json(stripped, name)
     elif stripped.startswith("{") and "\n" in stripped and _looks_like_jsonl(stripped):
-        data = [_json(line, f"{name}:{n}") for n, line in enumerate(stripped.splitlines(), 1) if line.strip()]
+        data = [load_json(line, f"{name}:{n}") for n, line in enumerate(stripped.splitlines(), 1) if line.strip()]
     else:
-        data = _json(stripped, name)
+        data = load_json(stripped, name)
         if isinstance(data, dict):
             data = data.get("messages", data.get("conversation"))
     if not isinstance(data, list):
@@ -141,17 +222,37 @@ def _looks_like_jsonl(text: str) -> bool:
     try:
         json.loads(first)
         return True
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
 
 
-def _json(text: str, name: str) -> Any:
+def _depth_over(data: Any, limit: int) -> bool:
+    """Whether ``data`` nests lists and objects deeper than ``limit`` (iteratively: no recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (value.values() if isinstance(value, dict) else value))
+    return False
+
+
+def load_json(text: str, name: str) -> Any:
+    """JSON from outside: a syntax error, or nesting deeper than ``MAX_JSON_DEPTH`` (which would
+    exhaust the stack of the parser or of whatever walks the data next), is a FormatError."""
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(
             f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", hint="fix the file or pass a Markdown/text file"
         ) from None
+    except RecursionError:
+        data = None
+    else:
+        if not _depth_over(data, MAX_JSON_DEPTH):
+            return data
+    raise FormatError(f"{name}: JSON nested too deeply (over {MAX_JSON_DEPTH} levels)", hint="flatten the data")
 
 
 def render_messages(messages: Iterable[Message]) -> str:
@@ -172,7 +273,12 @@ def normalise_text(text: str) -> str:
 
 
 def prepare_messages(
-    messages: list[Message], source: str, scope: str, meta: dict[str, Any] | None = None, kind: str = "conversation"
+    messages: list[Message],
+    source: str,
+    scope: str,
+    meta: dict[str, Any] | None = None,
+    kind: str = "conversation",
+    allow: Collection[str] = (),
 ) -> PreparedItem:
     """A conversation already read into messages (e.g. one session of a LoCoMo file)."""
     if not messages:
@@ -184,12 +290,7 @@ def prepare_messages(
         meta.setdefault("first_time", times[0])
         meta.setdefault("last_time", times[-1])
     meta.setdefault("messages", len(messages))
-    hits = find_secrets(content)
-    if hits:
-        raise FormatError(
-            f"{source}: contains what looks like a secret ({hits[0].kind}) at stored line {hits[0].line}",
-            hint="evidence is permanent: redact the secret before adding it",
-        )
+    refuse_secrets(content, source, allow, stored=True)
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
 
 
@@ -200,8 +301,10 @@ def prepare(
     scope: str,
     source: str = "",
     meta: dict[str, Any] | None = None,
+    allow: Collection[str] = (),
 ) -> PreparedItem:
-    """Decode and normalise one input into its stored form. Pure: no effects."""
+    """Decode and normalise one input into its stored form. Pure: no effects. Content that
+    looks like a secret (``kb.secrets``; ``allow``: reviewed fingerprints) is refused."""
     if kind not in KINDS:
         raise UsageError(f"unknown evidence kind {kind!r}", hint=f"use one of: {', '.join(KINDS)}")
     try:
@@ -210,7 +313,8 @@ def prepare(
         raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})", hint="convert the file to UTF-8") from None
     suffix = Path(name).suffix.lower()
     meta = dict(meta or {})
-    if kind in ("conversation", "trajectory") and suffix in (".json", ".jsonl"):
+    messages_read = kind in ("conversation", "trajectory") and suffix in (".json", ".jsonl")
+    if messages_read:
         messages = parse_messages(text, name)
         content = render_messages(messages)
         times = sorted(m.time for m in messages if m.time)
@@ -219,16 +323,10 @@ def prepare(
             meta.setdefault("last_time", times[-1])
         meta.setdefault("messages", len(messages))
     elif kind == "tool-output" and suffix == ".json":
-        content = normalise_text(json.dumps(_json(text, name), indent=2, sort_keys=True, ensure_ascii=False))
+        content = normalise_text(json.dumps(load_json(text, name), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         if not text.strip():
             raise FormatError(f"{name}: empty file", hint="nothing to add")
         content = normalise_text(text)
-    hits = find_secrets(content)
-    if hits:
-        hit = hits[0]
-        raise FormatError(
-            f"{name}: contains what looks like a secret ({hit.kind}) at stored line {hit.line}",
-            hint="evidence is permanent: redact the secret before adding the file",
-        )
+    refuse_secrets(content, name, allow, stored=messages_read)
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source or name, meta)

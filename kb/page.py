@@ -9,7 +9,7 @@ Typing rules live in ``ci.rules.frontmatter``; this module only reads and writes
 from __future__ import annotations
 
 import datetime as dt
-import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -41,8 +41,6 @@ PAGE_TYPES = ("fact", "preference", "profile", "event", "rule", "procedure", "su
 STATUSES = ("draft", "active", "disputed", "deprecated")
 OVERVIEW_HEADING = "Overview"
 
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DATETIME_RE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 _FENCE = "---\n"
 MAX_HEADER_BYTES = 256 * 1024  # a page header is fields, not content
 
@@ -114,8 +112,13 @@ def _normalise(value: Any) -> Any:
     if isinstance(value, list):
         return [_normalise(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _normalise(v) for k, v in value.items()}
+        return {_key(k): _normalise(v) for k, v in value.items()}
     return value
+
+
+def _key(key: Any) -> str:
+    """Keys are text; a date or time key reads as its ISO form, like a value."""
+    return str(_normalise(key)) if isinstance(key, dt.date) else str(key)
 
 
 def parse_page(text: str | bytes, path: str) -> Page:
@@ -148,7 +151,7 @@ def parse_page(text: str | bytes, path: str) -> Page:
         ) from None
     if not isinstance(meta_raw, dict):
         raise FormatError("frontmatter must be a mapping of fields", path=path, line=2)
-    meta = {str(k): _normalise(v) for k, v in meta_raw.items()}
+    meta = {_key(k): _normalise(v) for k, v in meta_raw.items()}
     meta_lines: dict[str, int] = {}
     for offset, line in enumerate(header.splitlines(), start=2):
         key = line.split(":", 1)[0]
@@ -160,42 +163,69 @@ def parse_page(text: str | bytes, path: str) -> Page:
 
 # ---- rendering -------------------------------------------------------------------------
 
-_FLOW_UNSAFE = re.compile(r"[,\[\]{}]")
+# Characters written as escapes inside double quotes: C0 and C1 controls, DEL, the line and
+# paragraph separators (YAML reads NEL, LS and PS as line breaks and folds them), the BOM and
+# the non-characters YAML does not allow raw.
+_ESCAPED = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff"\\\\]')
+_NOT_PLAIN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+_SHORT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\x85": "\\N", "\u2028": "\\L", "\u2029": "\\P"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    return _SHORT_ESCAPES.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
+def _quoted(text: str) -> str:
+    """A YAML double-quoted scalar that reads back as exactly ``text``."""
+    return '"' + _ESCAPED.sub(_escape, text) + '"'
+
+
+def _float(value: float) -> str:
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value)
+    # YAML 1.1 reads a float only with a dot and a signed exponent: 1e+16 would be text
+    if "e" in text and "." not in text.split("e")[0]:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}.0e{exponent if exponent[0] in '+-' else '+' + exponent}"
+    return text
 
 
 def _scalar(value: Any, in_flow: bool = False) -> str:
     if value is None:
-        return ""
+        return "null" if in_flow else ""
     if value is True:
         return "true"
     if value is False:
         return "false"
-    if isinstance(value, (int, float)):
-        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float(value)
     text = str(value)
-    if _DATE_RE.match(text) or _DATETIME_RE.match(text):
-        return text
-    if _is_plain_safe(text) and not (in_flow and _FLOW_UNSAFE.search(text)):
-        return text
-    return json.dumps(text, ensure_ascii=False)
+    return text if _is_plain_safe(text, in_flow) else _quoted(text)
 
 
-def _is_plain_safe(text: str) -> bool:
-    if not text or text != text.strip() or "\n" in text or ": " in text or " #" in text or text.endswith(":"):
-        return False
-    if text[0] in "!&*?|>'\"%@`#-[]{},":
+def _is_plain_safe(text: str, in_flow: bool = False) -> bool:
+    """Whether ``text`` written plain reads back as itself (dates as kb normalises them),
+    asked of the YAML parser itself, in a flow list when it will stand in one."""
+    if not text or text != text.strip() or _NOT_PLAIN.search(text) or text[0] in "!&*?|>'\"%@`#-[]{},":
         return False
     try:
-        return yaml.safe_load(text) == text
-    except yaml.YAMLError:
+        loaded = yaml.safe_load(f"[{text}]" if in_flow else text)
+    except (yaml.YAMLError, ValueError, RecursionError):
         return False
+    return _normalise(loaded) == ([text] if in_flow else text)
 
 
 def _value(value: Any, in_flow: bool = False) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_value(v, True) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_value(v, True)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_scalar(str(k), True)}: {_value(v, True)}" for k, v in value.items()) + "}"
     return _scalar(value, in_flow)
 
 
@@ -204,7 +234,7 @@ def render_frontmatter(meta: dict[str, Any]) -> str:
     lines = []
     for key in keys:
         rendered = _value(meta[key])
-        lines.append(f"{key}: {rendered}".rstrip() + "\n")
+        lines.append(f"{_scalar(str(key))}: {rendered}".rstrip() + "\n")
     return _FENCE + "".join(lines) + _FENCE
 
 

@@ -8,14 +8,13 @@ lines show speaker, time and turn id.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kb.errors import FormatError, UsageError
-from kb.intake import Message, message_from_dict, parse_messages
+from kb.intake import Message, load_json, message_from_dict, parse_messages, read_input
 from kb.yamltext import YamlProblem, load_yaml
 
 MAX_CASE_BYTES = 64 * 1024 * 1024  # a case file holds whole conversations
@@ -45,6 +44,17 @@ class ReadResult:
     warnings: list[str]
 
 
+FORMATS_HINT = "see docs/memory.md for the accepted formats"
+
+
+def _bad(name: str, what: str) -> FormatError:
+    return FormatError(f"{name}: {what}", hint=FORMATS_HINT)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
+
+
 def parse_locomo_date(text: str) -> str:
     """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00'."""
     m = LOCOMO_DATE_RE.search(text or "")
@@ -55,7 +65,10 @@ def parse_locomo_date(text: str) -> str:
     mon = MONTHS.get(month.lower())
     if mon is None:
         raise FormatError(f"unrecognised month in LoCoMo session date {text!r}")
-    return dt.datetime(int(year), mon, int(day), h, int(minute)).isoformat()
+    try:
+        return dt.datetime(int(year), mon, int(day), h, int(minute)).isoformat()
+    except ValueError:
+        raise FormatError(f"impossible LoCoMo session date {text!r}") from None
 
 
 def _iso(value: Any) -> str:
@@ -67,7 +80,7 @@ def _iso(value: Any) -> str:
     try:
         return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).replace(tzinfo=None).isoformat()
     except ValueError:
-        raise FormatError(f"unrecognised timestamp {text!r}", hint="use ISO 8601, e.g. 2024-11-15 10:30:00") from None
+        raise FormatError(f"unrecognised timestamp {text[:40]!r}", hint="use ISO 8601, e.g. 2024-11-15 10:30:00") from None
 
 
 def _stamp(messages: list[Message], date: str) -> tuple[Message, ...]:
@@ -75,24 +88,39 @@ def _stamp(messages: list[Message], date: str) -> tuple[Message, ...]:
     return tuple(m if m.time else Message(m.speaker, m.text, date, m.turn_id) for m in messages)
 
 
+def _locomo_turn(turn: Any, where: str, date: str) -> Message:
+    if not isinstance(turn, dict) or not _is_text(turn.get("speaker")) or not _is_text(turn.get("text", "")):
+        raise FormatError(f"{where}: a turn is an object with `speaker` and `text`", hint=FORMATS_HINT)
+    caption = turn.get("blip_caption")
+    text = str(turn.get("text", ""))
+    if caption:
+        text += f" [shares a photo: {caption}]"
+    turn_id = turn.get("dia_id")
+    return Message(str(turn["speaker"]), text, date, str(turn_id) if _is_text(turn_id) and str(turn_id) else None)
+
+
 def locomo_sessions(sample: dict[str, Any], name: str) -> list[Session]:
     conv = sample.get("conversation")
     if not isinstance(conv, dict) or "speaker_a" not in conv:
-        raise FormatError(f"{name}: not a LoCoMo sample (no conversation.speaker_a)")
-    speakers = (str(conv["speaker_a"]), str(conv["speaker_b"]))
+        raise _bad(name, "not a LoCoMo sample (no conversation.speaker_a)")
+    for key in ("speaker_a", "speaker_b"):
+        if not isinstance(conv.get(key), str) or not conv[key].strip():
+            raise _bad(name, f"conversation.{key} must be a speaker's name")
+    speakers = (conv["speaker_a"], conv["speaker_b"])
     sessions = []
-    numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
+    numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_[0-9]+", k))
     for n in numbers:
-        turns = conv.get(f"session_{n}") or []
+        turns = conv.get(f"session_{n}")
         if not turns:
             continue
-        date = parse_locomo_date(str(conv.get(f"session_{n}_date_time", "")))
-        messages = []
-        for turn in turns:
-            text = str(turn.get("text", ""))
-            if turn.get("blip_caption"):
-                text += f" [shares a photo: {turn['blip_caption']}]"
-            messages.append(Message(str(turn["speaker"]), text, date, str(turn.get("dia_id") or "") or None))
+        if not isinstance(turns, list):
+            raise _bad(name, f"conversation.session_{n} must be a list of turns")
+        stamp = conv.get(f"session_{n}_date_time")
+        try:
+            date = parse_locomo_date(stamp if isinstance(stamp, str) else "")
+        except FormatError as exc:
+            raise _bad(name, f"conversation.session_{n}_date_time: {exc.message}") from None
+        messages = [_locomo_turn(turn, f"{name}: conversation.session_{n} turn {i}", date) for i, turn in enumerate(turns, 1)]
         sessions.append(
             Session(
                 f"{name}#{sample.get('sample_id', '')}/session_{n}",
@@ -107,15 +135,29 @@ def locomo_sessions(sample: dict[str, Any], name: str) -> list[Session]:
 
 
 def case_sessions(data: dict[str, Any], name: str) -> list[Session]:
+    histories = data.get("conversation_histories") or []
+    if not isinstance(histories, list):
+        raise _bad(name, "conversation_histories must be a list of conversations")
     sessions = []
-    for n, conv in enumerate(data.get("conversation_histories") or [], 1):
+    for n, conv in enumerate(histories, 1):
+        if not isinstance(conv, dict):
+            raise _bad(name, f"conversation {n} must be a mapping with timestamp and messages")
         if "timestamp" not in conv:
-            raise FormatError(f"{name}: conversation {n} has no timestamp")
-        date = _iso(conv["timestamp"])
+            raise _bad(name, f"conversation {n} has no timestamp")
+        try:
+            date = _iso(conv["timestamp"])
+        except FormatError as exc:
+            raise FormatError(f"{name}: conversation {n} timestamp: {exc.message}", hint=exc.hint) from None
         raw = conv.get("messages") or []
-        messages = [message_from_dict(m, f"{name}: conversation {n} message {i}") for i, m in enumerate(raw, 1)]
+        if not isinstance(raw, list):
+            raise _bad(name, f"conversation {n}: messages must be a list")
+        messages = []
+        for i, m in enumerate(raw, 1):
+            if not isinstance(m, dict):
+                raise _bad(name, f"conversation {n} message {i} must be a mapping with role and content")
+            messages.append(message_from_dict(m, f"{name}: conversation {n} message {i}"))
         if not messages:
-            raise FormatError(f"{name}: conversation {n} has no messages")
+            raise _bad(name, f"conversation {n} has no messages")
         title = str(conv.get("conversation_id") or f"conversation {n}")
         meta = {"conversation_id": title} | (
             {"business": conv["metadata"].get("business")}
@@ -129,10 +171,7 @@ def case_sessions(data: dict[str, Any], name: str) -> list[Session]:
 def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
     """Every session in ``path``; chat files are one session each."""
     name = path.name
-    try:
-        data_bytes = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
+    data_bytes = read_input(path)
     try:
         text = data_bytes.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -159,12 +198,11 @@ def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
         )
     stripped = text.strip()
     if suffix == ".json" and (stripped.startswith("[") or stripped.startswith("{")):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+        data = load_json(stripped, name)
         samples = data if isinstance(data, list) else [data]
         if samples and isinstance(samples[0], dict) and isinstance(samples[0].get("conversation"), dict):
+            if not all(isinstance(s, dict) for s in samples):
+                raise _bad(name, "every LoCoMo sample must be an object")
             if len(samples) > 1:
                 if sample is None:
                     raise UsageError(

@@ -1,6 +1,6 @@
 """Reading YAML that people and agents write (page headers, kb.config.yaml, memory case files)
 without letting it stall or mislead kb: duplicate keys (of which YAML would silently keep the
-last) and aliases are refused (kb never writes them, and an "alias bomb" of a
+last), aliases and explicit tags (``!!int``) are refused (kb never writes them, and an "alias bomb" of a
 few hundred bytes expands to gigabytes when traversed), input size is bounded, deep nesting and
 impossible values (``2025-13-40`` unquoted) become one clear error instead of a crash.
 
@@ -27,6 +27,10 @@ class _NoAliasLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise YamlProblem(f"YAML aliases (*{event.anchor}) are not accepted; write the value out", event.start_mark.line + 1)
+        event = self.peek_event()
+        tag = getattr(event, "tag", None)
+        if tag is not None:  # `!!int ` with no value crashes PyYAML's constructor; kb never writes tags
+            raise YamlProblem(f"YAML tags ({tag}) are not accepted; write the value plainly or quote it", event.start_mark.line + 1)
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from kb.errors import UsageError
 from kb.evidence import add_items
-from kb.intake import prepare_messages
+from kb.intake import prepare_all, prepare_messages
 from kb.progress import report
 from kb.repo import Repo
 from kb.scopes import user_scope
@@ -84,7 +85,11 @@ def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None,
     report("read session files", len(paths), len(paths))
     sessions.sort(key=lambda s: (s.date, s.source))
     speakers = user_speakers(user, sessions, speaker)
-    items = [prepare_messages(list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}) for s in sessions]
+    allow = repo.config.secrets.allow
+    items = prepare_all(
+        partial(prepare_messages, list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}, allow=allow)
+        for s in sessions
+    )
     added = add_items(repo, items)
     result = IngestResult(user, len(sessions), [e.id for e in added.added], added.duplicates, warnings)
     # Sessions stored earlier but never proposed (an ingest killed after its add) go in as well,

@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> None:
         result = app(args=argv, standalone_mode=False, prog_name="kb")
     except KbError as exc:
         typer.echo(f"error: {exc.message}", err=True)
+        for detail in exc.details:
+            typer.echo(f"  {detail}", err=True)
         if exc.hint:
             typer.echo(f"hint: {exc.hint}", err=True)
         sys.exit(exc.exit_code)

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from kb.cli.common import echo, open_repo
-from kb.errors import UsageError
 
 evidence_app = typer.Typer(help="The append-only evidence log.\n\nExample: kb evidence list", no_args_is_help=True)
 
@@ -25,21 +24,19 @@ def add(
 
     Example: kb evidence add chat.json --kind conversation --user alice
     """
+    from functools import partial
+
     from kb.evidence import add_items
-    from kb.intake import prepare
+    from kb.intake import prepare, prepare_all, read_input
     from kb.scopes import user_scope
 
     repo = open_repo()
     scope = user_scope(user)
-    items = []
+    allow = repo.config.secrets.allow
+    preparations = []
     for file in files:
-        try:
-            data = file.read_bytes()
-        except FileNotFoundError:
-            raise UsageError(f"{file}: no such file") from None
-        except IsADirectoryError:
-            raise UsageError(f"{file}: is a folder; pass files") from None
-        items.append(prepare(data, file.name, kind, scope, source or file.name))
+        preparations.append(partial(prepare, read_input(file), str(file), kind, scope, source or file.name, allow=allow))
+    items = prepare_all(preparations)
     result = add_items(repo, items)
     if result.recovered:
         typer.echo(f"note: cleaned up after an interrupted add: {', '.join(result.recovered)}", err=True)

@@ -12,6 +12,8 @@ Long text comes back in bounded pieces (``max_tokens``) with a cursor, ``"<line>
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 LEVELS = ("L0", "L1", "L2")
 DEFAULT_MAX_TOKENS = 1000
 MAX_GREP_HITS = 200
+MAX_PATTERN_CHARS = 1000
+REGEX_SECONDS = 2.0  # one grep's time for a regular expression, all lines together
 _CURSOR_RE = re.compile(r"^(\d+)(?::(\d+))?$")
 
 
@@ -266,6 +270,38 @@ def _anchor_at(page: Page | None, line: int) -> str:
     return best
 
 
+def _line_matcher(pattern: str, regex: bool, ignore_case: bool) -> Callable[[str], bool]:
+    """A test for one line. A regular expression runs under the ``regex`` engine's timeout, one
+    deadline for the whole grep: patterns like ``(a|aa)+$`` backtrack exponentially, and no
+    syntactic rule (nested quantifiers, say) catches every such pattern, whereas a time bound
+    does. The engine reads Python's syntax (``VERSION0``)."""
+    if not pattern:
+        raise UsageError("empty pattern", hint="give the text to look for")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise UsageError(f"a pattern of {len(pattern):,} characters is over the limit of {MAX_PATTERN_CHARS:,}", hint="search for less")
+    if not regex:
+        needle = pattern.casefold() if ignore_case else pattern
+        return (lambda line: needle in line.casefold()) if ignore_case else (lambda line: needle in line)
+    import regex as engine
+
+    try:
+        compiled = engine.compile(pattern, engine.VERSION0 | (engine.IGNORECASE if ignore_case else 0))
+    except (engine.error, OverflowError, RecursionError) as exc:
+        raise UsageError(f"invalid regular expression {pattern!r} ({exc})", hint="fix it, or drop --regex for a literal search") from None
+    deadline = time.monotonic() + REGEX_SECONDS
+
+    def matches(line: str) -> bool:
+        try:
+            return compiled.search(line, timeout=max(deadline - time.monotonic(), 0.001)) is not None
+        except TimeoutError:
+            raise UsageError(
+                f"the regular expression took longer than {REGEX_SECONDS:g} s and was stopped",
+                hint="simplify it: nested or overlapping repetition such as (a|aa)+ backtracks without end",
+            ) from None
+
+    return matches
+
+
 def grep(
     repo: Repo,
     pattern: str,
@@ -277,13 +313,7 @@ def grep(
     max_hits: int = MAX_GREP_HITS,
 ) -> GrepResult:
     """Lines of the principal's pages matching ``pattern`` (literal, or a Python regex)."""
-    if not pattern:
-        raise UsageError("empty pattern", hint="give the text to look for")
-    flags = re.IGNORECASE if ignore_case else 0
-    try:
-        matcher = re.compile(pattern if regex else re.escape(pattern), flags)
-    except re.error as exc:
-        raise UsageError(f"invalid regular expression {pattern!r} ({exc})", hint="fix it, or drop --regex for a literal search") from None
+    matches_line = _line_matcher(pattern, regex, ignore_case)
     scopes = parse_principal(principal)
     target = _commit(repo, commit)
     if page is not None:
@@ -299,7 +329,7 @@ def grep(
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        matches = [(n, line) for n, line in enumerate(text.splitlines(), 1) if matcher.search(line)]
+        matches = [(n, line) for n, line in enumerate(text.splitlines(), 1) if matches_line(line)]
         if not matches:
             continue
         try:

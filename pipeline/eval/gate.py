@@ -145,6 +145,7 @@ def _trimmed_locomo(path: Path, conversations: int, sessions: int | None, workdi
 
 def build_material(workdir: Path, material: Material) -> tuple[Repo, dict[str, Any]]:
     """A fresh repository whose main holds the pages the offline loop merged from ``material``."""
+    from pipeline.eval.inputs import load_locomo
     from pipeline.eval.memory import ingest_locomo
     from pipeline.loop import RunStatus, run_loop
 
@@ -169,7 +170,7 @@ def build_material(workdir: Path, material: Material) -> tuple[Repo, dict[str, A
             raise UsageError(f"the offline loop did not merge the material: {result.reason}")
     if material.locomo is not None:
         subset = _trimmed_locomo(material.locomo, material.conversations, material.sessions, workdir)
-        _, stats = ingest_locomo(repo, subset, None)
+        _, stats = ingest_locomo(repo, subset, load_locomo(subset), None)
         info["locomo"] = {
             "file": str(material.locomo),
             "conversations": material.conversations,

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import tempfile
@@ -23,14 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.errors import FormatError, UsageError
+from kb.errors import UsageError
 from kb.evidence import ledger_at
 from kb.memory_context import VARIANTS, ContextItem, build_context
 from kb.progress import report
 from kb.repo import Repo
 from kb.scaffold import init_repository
-from kb.sessions import MAX_CASE_BYTES
-from kb.yamltext import YamlProblem, load_yaml
+from pipeline.eval.inputs import load_case, load_locomo
 from pipeline.eval.keyfacts import recall as keyfact_recall
 
 TURN_RE = re.compile(r"^\[[^\]]*\] [^:(]+ \((D\d+:\d+)\): ")
@@ -87,14 +85,9 @@ def turns_of(item: ContextItem, turns: dict[str, dict[int, str]]) -> set[str]:
     return found
 
 
-def ingest_locomo(repo: Repo, path: Path, limit: int | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def ingest_locomo(repo: Repo, path: Path, samples: list[dict[str, Any]], limit: int | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from pipeline.memory import ingest
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: not valid JSON ({exc.msg})") from None
-    samples = data if isinstance(data, list) else [data]
     samples = samples[:limit] if limit else samples
     sessions = 0
     start = time.perf_counter()
@@ -140,8 +133,9 @@ def eval_locomo(
     from kb.retrieval.build import build_index
     from kb.retrieval.search import open_searcher
 
+    checked = load_locomo(path)
     repo = eval_repository(workdir / "locomo", config_text)
-    samples, ingest_stats = ingest_locomo(repo, path, limit)
+    samples, ingest_stats = ingest_locomo(repo, path, checked, limit)
     start = time.perf_counter()
     build_index(repo, progress=report)
     index_s = time.perf_counter() - start
@@ -153,7 +147,7 @@ def eval_locomo(
     questions = 0
     for sample in samples:
         conv = sample["conversation"]
-        valid_turns = {t["dia_id"] for k, v in conv.items() if re.fullmatch(r"session_\d+", k) for t in v}
+        valid_turns = {t.get("dia_id") for k, v in conv.items() if re.fullmatch(r"session_[0-9]+", k) for t in v or []}
         speakers = (conv["speaker_a"], conv["speaker_b"])
         for qa in sample["qa"][:qa_limit] if qa_limit else sample["qa"]:
             gold = {e.strip() for e in qa.get("evidence") or []}
@@ -196,10 +190,11 @@ def eval_cases(
     from kb.retrieval.search import open_searcher
     from pipeline.memory import ingest
 
-    repo = eval_repository(workdir / "cases", config_text)
     cases = sorted(folder.rglob("*.yaml"))
     if not cases:
         raise UsageError(f"no .yaml case files under {folder}")
+    loaded = {case: load_case(case) for case in cases}  # every file checked before any work
+    repo = eval_repository(workdir / "cases", config_text)
     users = {}
     for n, case in enumerate(cases):
         # a neutral id ("user-a" -> "User A"): a name made from the case's title ("Bank Account
@@ -213,10 +208,7 @@ def eval_cases(
     searcher = open_searcher(repo)
     rows = []
     for case in cases:
-        try:
-            data = load_yaml(case.read_text(encoding="utf-8"), MAX_CASE_BYTES)
-        except YamlProblem as exc:
-            raise FormatError(exc.message, path=str(case), line=exc.line) from None
+        data = loaded[case]
         row: dict[str, Any] = {"case": f"{case.parent.name}/{case.name}", "question": data["user_question"]}
         for variant in variants:
             context = build_context(repo, users[case], data["user_question"], budget=budget, variant=variant, searcher=searcher)

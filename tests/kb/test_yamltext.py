@@ -10,6 +10,7 @@ import pytest
 
 from kb.errors import FormatError
 from kb.page import parse_page
+from kb.yamltext import YamlProblem, load_yaml
 from tests.builders import make_repo
 
 BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n'
@@ -74,3 +75,11 @@ def test_a_duplicate_header_key_is_a_finding_not_a_silent_overwrite(cli, tmp_pat
     with pytest.raises(FormatError, match="duplicate key") as caught:
         parse_page(page_with_header("status: active\nstatus: deprecated\n"), "knowledge/x.md")
     assert caught.value.line == 5
+
+
+@pytest.mark.parametrize(
+    "text", ["a: !!int \n", "a: !!timestamp x\n", "a: !!binary '!!'\n", "a: !!set {x}\n", "!!python/name:os.system a\n", "a: ! x\n"]
+)
+def test_explicit_tags_are_refused_not_a_crash(text: str) -> None:
+    with pytest.raises(YamlProblem, match="tags .* are not accepted"):
+        load_yaml(text, 1000)
