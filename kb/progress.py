@@ -1,13 +1,15 @@
 """Progress of long work (index builds, embedding, ingest, evaluation) on stderr.
 
 On a terminal: one line rewritten in place, with counts, rate and time left. Otherwise (a log
-file, CI): a plain line when a stage starts, every ``PLAIN_EVERY_S`` seconds, and when it ends,
-so a redirected run is never silent for minutes. ``--quiet`` silences both. The CLI installs the
-reporter; library code calls ``report`` and never prints itself.
+file, CI): a plain line every ``PLAIN_EVERY_S`` seconds and when the stage ends, so a redirected
+run is never silent for minutes. A stage that ends within ``quiet_for_s`` (default 1 s, or
+``KB_PROGRESS_AFTER``) prints nothing at all: quick commands keep a clean stderr. ``--quiet``
+silences everything. The CLI installs the reporter; library code calls ``report`` and never prints.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -15,6 +17,13 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 PLAIN_EVERY_S = 10.0
+
+
+def _quiet_for_default() -> float:
+    try:
+        return max(0.0, float(os.environ.get("KB_PROGRESS_AFTER", "1")))
+    except ValueError:
+        return 1.0
 
 
 def _duration(seconds: float) -> str:
@@ -35,9 +44,11 @@ class Reporter:
     stream: TextIO | None = None  # None: sys.stderr at the time of the call
     quiet: bool = False
     clock: Callable[[], float] = time.monotonic
+    quiet_for_s: float = field(default_factory=_quiet_for_default)
     _stage: str | None = None
     _started: float = 0.0
     _last_line: float = 0.0
+    _shown: bool = False  # something of this stage was printed
     _open_line: bool = field(default=False, repr=False)
 
     def __call__(self, stage: str, done: int, total: int) -> None:
@@ -47,17 +58,22 @@ class Reporter:
         now = self.clock()
         if stage != self._stage:
             self._end_line(stream)
-            self._stage, self._started, self._last_line = stage, now, float("-inf")
-        line = self._line(stage, done, total, now - self._started)
+            self._stage, self._started, self._last_line, self._shown = stage, now, now, False
+        elapsed = now - self._started
+        line = self._line(stage, done, total, elapsed)
         finished = done >= total
+        if not self._shown and elapsed < self.quiet_for_s:
+            if finished:
+                self._stage = None
+            return  # too early to say anything; a quick stage says nothing at all
         if stream.isatty():
             stream.write(f"\r\033[K{line}")
-            self._open_line = True
+            self._open_line = self._shown = True
             if finished:
                 self._end_line(stream)
-        elif finished or now - self._last_line >= PLAIN_EVERY_S:
+        elif finished or now - self._last_line >= PLAIN_EVERY_S or not self._shown:
             stream.write(line + "\n")
-            self._last_line = now
+            self._last_line, self._shown = now, True
         if finished:
             self._stage = None
         stream.flush()

@@ -24,7 +24,7 @@ class Clock:
 
 def test_a_log_gets_a_line_at_the_start_every_period_and_at_the_end() -> None:
     stream, clock = io.StringIO(), Clock()
-    report = Reporter(stream, clock=clock)
+    report = Reporter(stream, clock=clock, quiet_for_s=0)
     report("embed", 0, 100)
     for done in range(1, 100):
         clock.now += 0.5  # 2 chunks a second
@@ -42,7 +42,7 @@ def test_a_log_gets_a_line_at_the_start_every_period_and_at_the_end() -> None:
 
 def test_a_terminal_gets_one_line_rewritten_in_place() -> None:
     stream, clock = Tty(), Clock()
-    report = Reporter(stream, clock=clock)
+    report = Reporter(stream, clock=clock, quiet_for_s=0)
     for done in range(0, 4):
         report("text index", done, 3)
         clock.now += 30
@@ -54,10 +54,30 @@ def test_a_terminal_gets_one_line_rewritten_in_place() -> None:
 
 def test_a_new_stage_closes_the_previous_terminal_line() -> None:
     stream = Tty()
-    report = Reporter(stream, clock=Clock())
+    report = Reporter(stream, clock=Clock(), quiet_for_s=0)
     report("embed", 1, 5)
     report("text index", 0, 5)
     assert stream.getvalue().count("\n") == 1
+
+
+def test_a_quick_stage_prints_nothing_and_a_slow_one_speaks_once_it_is_slow() -> None:
+    for stream in (io.StringIO(), Tty()):
+        clock = Clock()
+        report = Reporter(stream, clock=clock, quiet_for_s=1.0)
+        report("read session files", 0, 1)
+        clock.now += 0.2
+        report("read session files", 1, 1)
+        assert stream.getvalue() == ""
+        report("embed", 0, 10)
+        clock.now += 0.5
+        report("embed", 1, 10)
+        assert stream.getvalue() == ""
+        clock.now += 1.0
+        report("embed", 2, 10)
+        clock.now += 1.0
+        report("embed", 10, 10)
+        out = stream.getvalue()
+        assert "embed: 2/10 (1.3/s, about 6s left)" in out and out.endswith("embed: 10/10 in 2s\n")
 
 
 def test_quiet_prints_nothing() -> None:
@@ -66,7 +86,8 @@ def test_quiet_prints_nothing() -> None:
     assert stream.getvalue() == ""
 
 
-def test_index_build_reports_progress_to_a_log_and_quiet_silences_it(cli, tmp_path: Path) -> None:
+def test_index_build_reports_progress_to_a_log_and_quiet_silences_it(cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("KB_PROGRESS_AFTER", "0")  # this small build is quick: report it anyway
     root = tmp_path / "kb"
     cli("init", str(root))
     doc = tmp_path / "policy.md"
