@@ -85,7 +85,7 @@ UNIT_WORDS = {
     "kg": "kg", "kilogram": "kg", "kilograms": "kg", "kilo": "kg", "kilos": "kg", "公斤": "kg", "千克": "kg",
     "lb": "lb", "lbs": "lb", "gram": "g", "grams": "g", "g": "g", "克": "g",
     "liter": "l", "liters": "l", "litre": "l", "litres": "l", "l": "l", "ml": "ml", "gallon": "gallon", "gallons": "gallon",
-    "gb": "gb", "mb": "mb", "tb": "tb",
+    "gb": "gb", "mb": "mb", "tb": "tb", "cent": "cent", "cents": "cent",
     "mph": "mile", "kph": "km",
 }  # fmt: skip
 _RATE_ADJ = {"hourly": "hour", "daily": "day", "nightly": "night", "weekly": "week", "monthly": "month", "yearly": "year", "annually": "year", "annual": "year"}
@@ -105,6 +105,7 @@ _NUM_TOKEN_RE = re.compile(
 )
 _AFTER_RE = re.compile(r"\s*(?:-\s*\d+(?:\.\d+)?\s*)?(%|per cent|percent|[^\W\d_]+|[$€£¥])", re.IGNORECASE)
 _CURRENCY_BEFORE_RE = re.compile(r"(?:([$€£¥])|\b(usd|eur|gbp|jpy|rmb|cny)\s?)$", re.IGNORECASE)
+_TIME_UNITS = ("second", "minute", "hour", "day", "night", "week", "month", "year")
 _RATE_RE = re.compile(r"\b(?:per|a|an|each|every)\s+([a-z]+)|/\s?([a-z]+)\b", re.IGNORECASE)
 
 
@@ -208,10 +209,12 @@ def quantities(text: str, claim_side: bool = False) -> list[Quantity]:
                     units.add(UNIT_WORDS[cn_unit])
             if tail[:1] and UNIT_WORDS.get(tail[:1]) and not re.match(r"[a-z]", tail[:1], re.I):
                 units.add(UNIT_WORDS[tail[:1]])
-            r = _RATE_RE.match(rest.lstrip()) if rest.lstrip()[:1] != "/" else _RATE_RE.match(rest.lstrip())
-            if r:
-                per = (r.group(1) or r.group(2) or "").lower()
-                rate = UNIT_WORDS.get(per, "") if UNIT_WORDS.get(per, "") in ("second", "minute", "hour", "day", "night", "week", "month", "year") else ""
+            window = " ".join(rest.split()[:4])
+            for r in _RATE_RE.finditer(window):
+                per = UNIT_WORDS.get((r.group(1) or r.group(2) or "").lower(), "")
+                if per in _TIME_UNITS:
+                    rate = per
+                    break
         out.append(Quantity(_fmt(value), frozenset(units), rate, m.group(0), m.start()))
     return out
 
@@ -222,7 +225,7 @@ def rates(text: str) -> set[str]:
     found = set()
     for m in _RATE_RE.finditer(text):
         unit = UNIT_WORDS.get((m.group(1) or m.group(2) or "").lower(), "")
-        if unit in ("second", "minute", "hour", "day", "night", "week", "month", "year"):
+        if unit in _TIME_UNITS:
             found.add(unit)
     lower = text.lower()
     found.update(u for adj, u in _RATE_ADJ.items() if re.search(rf"\b{adj}\b", lower))
@@ -362,7 +365,7 @@ _COMMON = set(
     some sometimes soon still such than that the their theirs them then there these they this those though through
     thus to today together tomorrow too under unless until up upon us usually very was we were what whatever when
     whenever where whether which while who whom whose why will with within without would yes yesterday yet you your
-    hi hello hey thanks thank ok okay sure great note notes summary overview dated events plans nothing
+    hi hello hey thanks thank ok okay sure great note notes summary overview dated events plans nothing instruction
     told answered replied mentioned wrote explained stated shared reported recalled confirmed
     """.split()
 )

@@ -25,7 +25,7 @@ from ci.findings import Finding, RuleId
 from ci.rules import factcheck as fc
 from ci.rules.grounding import Cited, Evidence, Reader, bullets, check_statement, resolve, same_speaker, split_sentences, statements
 from ci.snapshot import Snapshot
-from kb.markdown import FOOTREF_RE
+from kb.markdown import FOOTREF_RE, Citation
 from kb.page import OVERVIEW_HEADING, Page
 from kb.scopes import visible_from
 
@@ -303,15 +303,21 @@ def _closed_facts(page: Page) -> list[Finding]:
     ]
     if not closed:
         return []
-    todo = [(page.summary, page.meta_lines.get("summary", 1), "")] if page.summary else []
+    # what restates a closed value: a statement citing the card's own source lines, or one
+    # citing nothing (the L0, Overview lines); a claim citing other lines may use the word otherwise
+    todo: list[tuple[str, int, str, tuple[str, ...]]] = [(page.summary, page.meta_lines.get("summary", 1), "", ())] if page.summary else []
     found, uncited = statements(page)
-    todo += [(s.text, s.line, s.section) for s in found]
-    todo += [(t, line, b.section) for b in uncited for t, line in split_sentences(b.text, b.line)]
+    todo += [(s.text, s.line, s.section, s.labels) for s in found]
+    todo += [(t, line, b.section, ()) for b in uncited for t, line in split_sentences(b.text, b.line)]
+    cites = {c.label: c for c in page.structure.citations if c.evidence_id}
     out = []
-    for text, line, section in todo:
+    for text, line, section, labels in todo:
         if _HISTORY_RE.search(section) or _PAST_RE.search(text):
             continue
         for fact in closed:
+            m = _SOURCE_RE.match(str(fact.get("source") or "").strip())
+            if labels and not (m and any(_overlaps(cites.get(label), m) for label in labels)):
+                continue
             value = str(fact.get("value"))
             if re.search(rf"(?<![^\W_]){re.escape(value.lower())}(?![^\W_])", fc.fold(FOOTREF_RE.sub("", text)).lower()):
                 out.append(
@@ -324,6 +330,14 @@ def _closed_facts(page: Page) -> list[Finding]:
                     )
                 )
     return out
+
+
+def _overlaps(cite: Citation | None, source: re.Match[str]) -> bool:
+    if cite is None or cite.evidence_id != source.group(1):
+        return False
+    start = int(source.group(2))
+    end = int(source.group(3) or start)
+    return cite.start <= end and start <= cite.end
 
 
 # ---- evidence added by the change itself ----------------------------------------------------
