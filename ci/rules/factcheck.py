@@ -88,7 +88,16 @@ UNIT_WORDS = {
     "gb": "gb", "mb": "mb", "tb": "tb", "cent": "cent", "cents": "cent",
     "mph": "mile", "kph": "km",
 }  # fmt: skip
-_RATE_ADJ = {"hourly": "hour", "daily": "day", "nightly": "night", "weekly": "week", "monthly": "month", "yearly": "year", "annually": "year", "annual": "year"}
+_RATE_ADJ = {
+    "hourly": "hour",
+    "daily": "day",
+    "nightly": "night",
+    "weekly": "week",
+    "monthly": "month",
+    "yearly": "year",
+    "annually": "year",
+    "annual": "year",
+}
 _RATE_CN = {"每天": "day", "每日": "day", "每晚": "night", "每周": "week", "每星期": "week", "每月": "month", "每个月": "month", "每年": "year", "每小时": "hour", "每分钟": "minute"}  # fmt: skip
 
 _NUM_TOKEN_RE = re.compile(
@@ -169,54 +178,57 @@ def quantities(text: str, claim_side: bool = False) -> list[Quantity]:
     text = fold(text)
     out = []
     for m in _NUM_TOKEN_RE.finditer(text):
-        units: set[str] = set()
-        if m.group("cnpct"):
-            value = _cn_value(m.group("cnpv"))
-            units.add("percent")
-        elif m.group("digits"):
-            raw = m.group("digits").replace(",", "").replace("'", "")
-            value = float(raw) * _SCALES.get((m.group("scale") or "").lower(), 1)
-        elif m.group("cn"):
-            cn = m.group("cn")
-            after = text[m.end() : m.end() + 2]
-            if claim_side and len(cn) == 1 and not (after[:1] and after[0] in _CN_MEASURE):
-                continue
-            value = _cn_value(cn)
-        else:
-            word = m.group("word")
-            value = _word_value(word)
-            if claim_side and word.lower() in ("one", "once"):
-                nxt = _AFTER_RE.match(text, m.end())
-                if not (nxt and nxt.group(1).lower() in UNIT_WORDS):
-                    continue
+        value = _value(m, text, claim_side)
         if value is None:
             continue
+        units = {"percent"} if m.group("cnpct") else set()
         before = _CURRENCY_BEFORE_RE.search(text[max(0, m.start() - 5) : m.start()])
         if before:
             units.add(UNIT_WORDS[(before.group(1) or before.group(2)).lower()])
-        tail = text[m.end() : m.end() + 40]
-        rate = ""
-        after = _AFTER_RE.match(tail)
-        if after:
-            unit = after.group(1).lower()
-            if unit in UNIT_WORDS:
-                units.add(UNIT_WORDS[unit])
-                rest = tail[after.end() :]
-            else:
-                rest = tail
-            for cn_unit in ("个月", "小时", "分钟", "公里", "公斤", "千克", "星期", "礼拜"):
-                if tail.startswith(cn_unit):
-                    units.add(UNIT_WORDS[cn_unit])
-            if tail[:1] and UNIT_WORDS.get(tail[:1]) and not re.match(r"[a-z]", tail[:1], re.I):
-                units.add(UNIT_WORDS[tail[:1]])
-            window = " ".join(rest.split()[:4])
-            for r in _RATE_RE.finditer(window):
-                per = UNIT_WORDS.get((r.group(1) or r.group(2) or "").lower(), "")
-                if per in _TIME_UNITS:
-                    rate = per
-                    break
-        out.append(Quantity(_fmt(value), frozenset(units), rate, m.group(0), m.start()))
+        after, rate = _units_after(text[m.end() : m.end() + 40])
+        out.append(Quantity(_fmt(value), frozenset(units | after), rate, m.group(0), m.start()))
     return out
+
+
+def _value(m: re.Match[str], text: str, claim_side: bool) -> float | None:
+    if m.group("cnpct"):
+        return _cn_value(m.group("cnpv"))
+    if m.group("digits"):
+        raw = m.group("digits").replace(",", "").replace("'", "")
+        return float(raw) * _SCALES.get((m.group("scale") or "").lower(), 1)
+    if m.group("cn"):
+        cn = m.group("cn")
+        after = text[m.end() : m.end() + 1]
+        if claim_side and len(cn) == 1 and not (after and after in _CN_MEASURE):
+            return None
+        return _cn_value(cn)
+    word = m.group("word")
+    if claim_side and word.lower() in ("one", "once"):
+        nxt = _AFTER_RE.match(text, m.end())
+        if not (nxt and nxt.group(1).lower() in UNIT_WORDS):
+            return None
+    return _word_value(word)
+
+
+def _units_after(tail: str) -> tuple[set[str], str]:
+    """The unit right after a number, and the time unit of a rate ("per hour") just after it."""
+    units: set[str] = set()
+    after = _AFTER_RE.match(tail)
+    if not after:
+        return units, ""
+    rest = tail
+    unit = after.group(1).lower()
+    if unit in UNIT_WORDS:
+        units.add(UNIT_WORDS[unit])
+        rest = tail[after.end() :]
+    units.update(UNIT_WORDS[cn] for cn in ("个月", "小时", "分钟", "公里", "公斤", "千克", "星期", "礼拜") if tail.startswith(cn))
+    if tail[:1] in UNIT_WORDS and not re.match(r"[a-z]", tail[:1], re.I):
+        units.add(UNIT_WORDS[tail[:1]])
+    for r in _RATE_RE.finditer(" ".join(rest.split()[:4])):
+        per = UNIT_WORDS.get((r.group(1) or r.group(2) or "").lower(), "")
+        if per in _TIME_UNITS:
+            return units, per
+    return units, ""
 
 
 def rates(text: str) -> set[str]:
@@ -239,7 +251,7 @@ COUNT_NOUNS = {"more", "statement", "statements", "entry", "entries", "item", "i
 
 
 def is_count(text: str, q: Quantity) -> bool:
-    """"(3 entries)", "and 4 more below": a count of the page's own items, not a fact."""
+    """ "(3 entries)", "and 4 more below": a count of the page's own items, not a fact."""
     after = re.match(r"\s*([a-z]+)", text[q.start + len(q.text) :].lower())
     bracketed = text[: q.start].rstrip().endswith("(") and text[q.start + len(q.text) :].lstrip().startswith(")")
     return bracketed or bool(after and after.group(1) in COUNT_NOUNS)
@@ -267,7 +279,9 @@ _DATE_RES = [
     re.compile(r"\b(?P<mon>January|February|March|April|June|July|August|September|October|November|December)\b"),
     re.compile(r"(?<![a-z])(?P<mon>May)\b(?=\s+(?:\d|of\b|this\b|next\b|last\b|and\b|or\b|to\b|through\b|until\b|in\b)|\s*[,.;!?)]|\s*$)"),
 ]
-_WEEKDAY_RE = re.compile(r"\b(?P<wd>Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)s?\b|(?:星期|礼拜|周)(?P<wdcn>[一二三四五六日天])", re.IGNORECASE)
+_WEEKDAY_RE = re.compile(
+    r"\b(?P<wd>Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)s?\b|(?:星期|礼拜|周)(?P<wdcn>[一二三四五六日天])", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -388,7 +402,7 @@ def names(text: str) -> list[tuple[str, int]]:
             continue
         raw_before = text[: m.start()].rstrip(" ")
         before = raw_before.rstrip("\"“'(*")
-        initial = not before or before[-1] in ".!?:;-–—\n。！？：" or raw_before[-1:] in ("\"", "“", "(")
+        initial = not before or before[-1] in ".!?:;-–—\n。！？：" or raw_before[-1:] in ('"', "“", "(")
         if (initial or word == word.upper()) and _stem(lower) in {_stem(c) for c in _COMMON}:
             continue
         if lower in _COMMON and initial:
@@ -419,8 +433,37 @@ QUANTIFIERS: dict[str, tuple[str, ...]] = {
     "everyone": ("all", "every", "everyone", "everybody", "anyone", "anybody", "所有人", "大家"),
     "everybody": ("all", "every", "everyone", "everybody", "anyone", "anybody", "所有人", "大家"),
     "everything": ("all", "every", "everything", "anything", "所有", "一切"),
-    "always": ("always", "every time", "each time", "all the time", "constantly", "forever", "whenever", "without exception", "never fails", "总是", "一直", "始终", "永远", "每次"),  # fmt: skip
-    "only": ("only", "just", "solely", "exclusively", "nothing but", "no other", "nothing else", "except", "alone", "sole", "只", "仅", "唯一"),  # fmt: skip
+    "always": (
+        "always",
+        "every time",
+        "each time",
+        "all the time",
+        "constantly",
+        "forever",
+        "whenever",
+        "without exception",
+        "never fails",
+        "总是",
+        "一直",
+        "始终",
+        "永远",
+        "每次",
+    ),  # fmt: skip
+    "only": (
+        "only",
+        "just",
+        "solely",
+        "exclusively",
+        "nothing but",
+        "no other",
+        "nothing else",
+        "except",
+        "alone",
+        "sole",
+        "只",
+        "仅",
+        "唯一",
+    ),  # fmt: skip
     "solely": ("only", "just", "solely", "exclusively", "sole", "只", "仅"),
     "exclusively": ("only", "just", "solely", "exclusively", "只", "仅"),
     "never": _NEG_GROUP,
@@ -493,9 +536,18 @@ INSTRUCTION_RES = [
         r"[^.\n]{0,25}?\b(?:instructions?|rules?|prompts?|directions?|guidelines?|checks?|guardrails?|policies)\b",
         re.IGNORECASE,
     ),
-    re.compile(r"\bapprove\b[^.\n]{0,30}?\b(?:every|all|any|each|this|these)\b[^.\n]{0,20}?\b(?:changes?|prs?|pull requests?|branch(?:es)?|edits?|diffs?|proposals?)\b", re.IGNORECASE),  # fmt: skip
-    re.compile(r"\b(?:you are now|from now on,? you|act as (?:an?|the) |pretend to be|new instructions?:|system prompt|developer mode|jailbreak)", re.IGNORECASE),  # fmt: skip
-    re.compile(r"\b(?:do not|don't|never)\s+(?:flag|report|reject|question|verify)\b[^.\n]{0,30}\b(?:this|these|page|claims?|changes?)\b", re.IGNORECASE),  # fmt: skip
+    re.compile(
+        r"\bapprove\b[^.\n]{0,30}?\b(?:every|all|any|each|this|these)\b[^.\n]{0,20}?\b(?:changes?|prs?|pull requests?|branch(?:es)?|edits?|diffs?|proposals?)\b",
+        re.IGNORECASE,
+    ),  # fmt: skip
+    re.compile(
+        r"\b(?:you are now|from now on,? you|act as (?:an?|the) |pretend to be|new instructions?:|system prompt|developer mode|jailbreak)",
+        re.IGNORECASE,
+    ),  # fmt: skip
+    re.compile(
+        r"\b(?:do not|don't|never)\s+(?:flag|report|reject|question|verify)\b[^.\n]{0,30}\b(?:this|these|page|claims?|changes?)\b",
+        re.IGNORECASE,
+    ),  # fmt: skip
     re.compile(r"\b(?:reviewers?|assistants?|models?|agents?|AI|LLM)\s*[:,]\s*(?:approve|merge|ignore|accept)\b", re.IGNORECASE),
     re.compile(r"\bmerge (?:this|it|the branch)\b[^.\n]{0,20}\b(?:without|immediately|regardless)\b", re.IGNORECASE),
     re.compile(r"(?:忽略|无视|忘记)(?:之前|以上|上面|前面|所有|先前)的?(?:所有)?(?:指令|指示|提示|规则)|批准所有|直接合并"),

@@ -146,13 +146,6 @@ class Reader:
         return bool(self.user_names) and bool(parts) and parts <= self.user_names
 
 
-def check_claim(claim_text: str, quote: str, span: str) -> list[Ungrounded]:
-    """Problems of one claim against one quote and its cited lines (empty when grounded)."""
-    lines = tuple(span.splitlines()) or ("",)
-    cited = Cited("", "", 1, len(lines), quote, lines)
-    return check_statement(claim_text, Evidence([cited]), Reader())
-
-
 def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungrounded]:
     """Problems of one sentence against everything it cites (empty when grounded)."""
     claim = fc.fold(FOOTREF_RE.sub("", text))
@@ -188,7 +181,9 @@ def _quantity_problems(claim: str, evidence: Evidence) -> list[Ungrounded]:
         if q.units and not any(q.units <= e.units for e in same):
             stated = sorted({u for e in same for u in e.units}) or ["no unit"]
             out.append(
-                Ungrounded("grounding.unit", f"{q.value} {'/'.join(sorted(q.units))} in the claim, {q.value} {'/'.join(stated)} in the evidence")
+                Ungrounded(
+                    "grounding.unit", f"{q.value} {'/'.join(sorted(q.units))} in the claim, {q.value} {'/'.join(stated)} in the evidence"
+                )
             )
         if q.rate and q.rate not in ev_rates:
             out.append(Ungrounded("grounding.unit", f"{q.value} per {q.rate} in the claim; the evidence states no rate per {q.rate}"))
@@ -252,7 +247,6 @@ class Statement:
     line: int
     labels: tuple[str, ...]
     section: str
-    in_bullet: bool
 
 
 @dataclass(frozen=True)
@@ -326,12 +320,12 @@ def statements(page: Page) -> tuple[list[Statement], list[Bullet]]:
             continue
         for sentence, line in split_sentences(fc.STATUS_NOTE_RE.sub("", bullet.text), bullet.line):
             own = tuple(FOOTREF_RE.findall(sentence))
-            out.append(Statement(sentence, line, own or labels, bullet.section, True))
+            out.append(Statement(sentence, line, own or labels, bullet.section))
     sections = page.structure.sections
     for claim in page.structure.claims:
         if claim.line not in bullet_lines:
             title = next((s.title for s in reversed(sections) if s.line <= claim.line <= s.end_line), "")
-            out.append(Statement(claim.text, claim.line, claim.labels, title, False))
+            out.append(Statement(claim.text, claim.line, claim.labels, title))
     return out, uncited
 
 

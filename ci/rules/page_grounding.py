@@ -196,7 +196,7 @@ def _heading_date(title: str) -> fc.DateMention | None:
 
 
 def _timeline(page: Page, cites: dict[str, Cited]) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     dated = [(s, d) for s in page.structure.sections if (d := _heading_date(s.title))]
     if not dated:
         return out
@@ -239,7 +239,12 @@ def _overview_statements(page: Page) -> list[tuple[str, int]]:
     lines = page.body.splitlines()
     for n in range(overview.line + 1, overview.end_line + 1):
         text = lines[n - page.header_lines - 1] if 0 <= n - page.header_lines - 1 < len(lines) else ""
-        if text.strip() and not re.match(r"^\s*(?:[-*+]|\d+[.)])\s", text) and not FOOTREF_RE.search(text) and not text.startswith(("#", "[^")):
+        if (
+            text.strip()
+            and not re.match(r"^\s*(?:[-*+]|\d+[.)])\s", text)
+            and not FOOTREF_RE.search(text)
+            and not text.startswith(("#", "[^"))
+        ):
             out.extend(split_sentences(text, n))
     return out
 
@@ -284,9 +289,9 @@ def _backing_problems(text: str, backing: Evidence, reader: Reader) -> list[str]
     for name, _ in fc.names(claim):
         if not fc.name_supported(name, backing.words, backing.text.lower()) and not reader.is_user(name):
             problems.append(f"the name {name!r}")
-    for q in fc.quantifiers(claim):
-        if not fc.quantifier_supported(q, backing.text):
-            problems.append(f"{q!r}")
+    for word in fc.quantifiers(claim):
+        if not fc.quantifier_supported(word, backing.text):
+            problems.append(f"{word!r}")
     return problems
 
 
@@ -349,7 +354,13 @@ def _branch_evidence(snapshot: Snapshot, page: Page, base_evidence: set[str]) ->
     for cite in page.structure.citations:
         if cite.evidence_id and cite.evidence_id not in base_evidence and cite.evidence_id in snapshot.evidence_by_id:
             out.append(
-                _f(page, cite.line, "grounding.branch-evidence", f"[^{cite.label}] cites {cite.evidence_id}, which this change itself adds", hint)
+                _f(
+                    page,
+                    cite.line,
+                    "grounding.branch-evidence",
+                    f"[^{cite.label}] cites {cite.evidence_id}, which this change itself adds",
+                    hint,
+                )
             )
     for fact in _facts(page):
         m = _SOURCE_RE.match(str(fact.get("source") or "").strip())

@@ -11,13 +11,19 @@ import pytest
 
 from ci.findings import Finding
 from ci.gate import run_gate
-from ci.rules.grounding import check_claim, check_page_grounding
+from ci.rules.grounding import Cited, Evidence, Reader, Ungrounded, check_page_grounding, check_statement
 from ci.rules.page_grounding import check_page_facts
 from ci.snapshot import Snapshot
 from kb.markdown import format_citation
 from kb.page import Page, parse_page
 from kb.repo import Repo
 from tests.builders import add_conversation, add_evidence, make_repo, page_for, write
+
+
+def check_claim(claim: str, quote: str, span: str) -> list[Ungrounded]:
+    """A claim read against one citation: its quote and its cited lines."""
+    lines = tuple(span.splitlines())
+    return check_statement(claim, Evidence([Cited("1", "ev-0", 1, len(lines), quote, lines)]), Reader())
 
 
 def test_grounding_problems_carry_their_rule() -> None:
@@ -31,7 +37,12 @@ CLAIMS = [
     # numbers: words and digits are one value; another value is not
     ("The fee is three euros.[^1]", "The fee is two euros.", "The fee is two euros.", ["grounding.number"]),
     ("The fee is 2 euros.[^1]", "The fee is two euros.", "The fee is two euros.", []),
-    ("The policy covers 25% of costs.[^1]", "It covers twenty percent of costs.", "It covers twenty percent of costs.", ["grounding.number"]),
+    (
+        "The policy covers 25% of costs.[^1]",
+        "It covers twenty percent of costs.",
+        "It covers twenty percent of costs.",
+        ["grounding.number"],
+    ),
     ("The policy covers 20% of costs.[^1]", "It covers twenty percent of costs.", "It covers twenty percent of costs.", []),
     ("It earns 22000 miles.[^1]", "It earns approximately 22,000 miles.", "It earns approximately 22,000 miles.", []),
     ("他有三个孩子。[^1]", "我有两个孩子", "我有两个孩子", ["grounding.number"]),
@@ -116,7 +127,7 @@ def _line(text: str, needle: str) -> int:
     return next(n for n, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
-FAITHFUL = "## Identity\n\n- Alice now lives in Munich.[^4]\n- Alice said: \"My daughter Mia is 7 and has 2 cats.\"[^3]\n- The assistant said the Berlin office opens on Monday.[^2]\n\n## History\n\n- Alice moved to Berlin.[^1] _(no longer current since 2025-06-18)_"
+FAITHFUL = '## Identity\n\n- Alice now lives in Munich.[^4]\n- Alice said: "My daughter Mia is 7 and has 2 cats."[^3]\n- The assistant said the Berlin office opens on Monday.[^2]\n\n## History\n\n- Alice moved to Berlin.[^1] _(no longer current since 2025-06-18)_'
 
 
 def test_a_faithful_page_passes_every_rule(alice: tuple[Repo, str]) -> None:
@@ -152,7 +163,14 @@ def test_the_assistant_words_attributed_to_someone_else_are_caught(alice: tuple[
         assert "grounding.speaker" in rules, who
 
 
-FACT = {"key": "home", "value": "Munich", "about": "Alice", "learned": "said by user on 2025-06-18", "valid_from": "2025-06-18", "source": ""}
+FACT = {
+    "key": "home",
+    "value": "Munich",
+    "about": "Alice",
+    "learned": "said by user on 2025-06-18",
+    "valid_from": "2025-06-18",
+    "source": "",
+}
 
 
 @pytest.mark.parametrize(
@@ -160,7 +178,10 @@ FACT = {"key": "home", "value": "Munich", "about": "Alice", "learned": "said by 
     [
         ({"value": "Hamburg"}, "the value 'Hamburg' is not on the cited lines"),
         ({"valid_from": "2025-06-19"}, "valid_from 2025-06-19 is not the date of the cited lines"),
-        ({"source": "L2", "value": "Berlin", "valid_from": "2025-03-02", "learned": "said by user on 2025-03-02"}, "said by user, but the cited line is spoken by assistant"),
+        (
+            {"source": "L2", "value": "Berlin", "valid_from": "2025-03-02", "learned": "said by user on 2025-03-02"},
+            "said by user, but the cited line is spoken by assistant",
+        ),
         ({"source": "nowhere"}, "is not `ev-<id>#L<n>`"),
     ],
 )
@@ -190,7 +211,10 @@ def test_l0_and_overview_must_be_backed_by_cited_claims(alice: tuple[Repo, str])
     assert _check(repo, _page(ev, overview + FAITHFUL)) == []
     text = _page(ev, overview.replace("Mia", "Tom") + FAITHFUL, summary="Alice has lived in Hamburg since 2019.")
     findings = _check(repo, text)
-    assert {(f.rule, f.line) for f in findings} == {("grounding.summary", _line(text, "summary:")), ("grounding.summary", _line(text, "with Tom"))}
+    assert {(f.rule, f.line) for f in findings} == {
+        ("grounding.summary", _line(text, "summary:")),
+        ("grounding.summary", _line(text, "with Tom")),
+    }
     assert sorted(f.message.split(" that ")[0] for f in findings) == [
         "the L0 summary states the name 'Hamburg'",
         "the L0 summary states the number '2019'",
@@ -201,7 +225,14 @@ def test_l0_and_overview_must_be_backed_by_cited_claims(alice: tuple[Repo, str])
 def test_a_closed_fact_stated_again_as_current_is_caught(alice: tuple[Repo, str]) -> None:
     repo, ev = alice
     cards = [
-        FACT | {"value": "Berlin", "source": f"{ev}#L1", "learned": "said by user on 2025-03-02", "valid_from": "2025-03-02", "valid_to": "2025-06-18"},
+        FACT
+        | {
+            "value": "Berlin",
+            "source": f"{ev}#L1",
+            "learned": "said by user on 2025-03-02",
+            "valid_from": "2025-03-02",
+            "valid_to": "2025-06-18",
+        },
         FACT | {"source": f"{ev}#L4"},
     ]
     assert _check(repo, _page(ev, FAITHFUL, facts=cards)) == []
