@@ -381,6 +381,8 @@ _COMMON = set(
     whenever where whether which while who whom whose why will with within without would yes yesterday yet you your
     hi hello hey thanks thank ok okay sure great note notes summary overview dated events plans nothing instruction
     told answered replied mentioned wrote explained stated shared reported recalled confirmed
+    lives works prefers likes loves has needs wants owns uses plans drives eats drinks travels speaks knows thinks
+    feels goes gets makes takes keeps stays enjoys hates prefer like love need want own use plan visit visits
     """.split()
 )
 _HONORIFICS = {"mr", "mrs", "ms", "dr", "prof", "sir", "madam", "miss"}
@@ -405,8 +407,8 @@ def names(text: str) -> list[tuple[str, int]]:
         initial = not before or before[-1] in ".!?:;-–—\n。！？：" or raw_before[-1:] in ('"', "“", "(")
         if (initial or word == word.upper()) and _stem(lower) in {_stem(c) for c in _COMMON}:
             continue
-        if lower in _COMMON and initial:
-            continue
+        if initial and (lower in _COMMON or lower.endswith(("ed", "ing", "ly"))):
+            continue  # a sentence opening with a verb or an adverb ("Moved to …", "Recently …")
         out.append((word, m.start()))
     return out
 
