@@ -13,7 +13,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 # ---- text -------------------------------------------------------------------------------
 
@@ -38,8 +40,9 @@ def unquoted(text: str) -> str:
 _WORD_RE = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
 
 
-def words(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD_RE.findall(fold(text).lower())}
+@lru_cache(maxsize=8192)
+def words(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in _WORD_RE.findall(fold(text).lower()))
 
 
 def _stem(word: str) -> str:
@@ -169,7 +172,8 @@ class Quantity:
     start: int
 
 
-def quantities(text: str, claim_side: bool = False) -> list[Quantity]:
+@lru_cache(maxsize=8192)
+def quantities(text: str, claim_side: bool = False) -> tuple[Quantity, ...]:
     """Numbers of ``text`` (digits, words, Chinese numerals, percentages) with their units.
 
     ``claim_side``: be strict about what counts as a number ("one" only with a unit after it,
@@ -187,7 +191,7 @@ def quantities(text: str, claim_side: bool = False) -> list[Quantity]:
             units.add(UNIT_WORDS[(before.group(1) or before.group(2)).lower()])
         after, rate = _units_after(text[m.end() : m.end() + 40])
         out.append(Quantity(_fmt(value), frozenset(units | after), rate, m.group(0), m.start()))
-    return out
+    return tuple(out)
 
 
 def _value(m: re.Match[str], text: str, claim_side: bool) -> float | None:
@@ -231,7 +235,8 @@ def _units_after(tail: str) -> tuple[set[str], str]:
     return units, ""
 
 
-def rates(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def rates(text: str) -> frozenset[str]:
     """Every time unit that ``text`` states a rate per ("per hour", "a day", "weekly", 每天)."""
     text = fold(text)
     found = set()
@@ -244,7 +249,7 @@ def rates(text: str) -> set[str]:
     found.update(u for cn, u in _RATE_CN.items() if cn in text)
     if re.search(r"\b(?:mph|kph|km/h)\b", lower):
         found.add("hour")
-    return found
+    return frozenset(found)
 
 
 COUNT_NOUNS = {"more", "statement", "statements", "entry", "entries", "item", "items", "claim", "claims", "fact", "facts", "page", "pages", "session", "sessions", "conversation", "conversations"}  # fmt: skip
@@ -279,6 +284,8 @@ _DATE_RES = [
     re.compile(r"\b(?P<mon>January|February|March|April|June|July|August|September|October|November|December)\b"),
     re.compile(r"(?<![a-z])(?P<mon>May)\b(?=\s+(?:\d|of\b|this\b|next\b|last\b|and\b|or\b|to\b|through\b|until\b|in\b)|\s*[,.;!?)]|\s*$)"),
 ]
+_MAY_HAVE_DATE_RE = re.compile(r"\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|day|星期|礼拜|周|月|年", re.IGNORECASE)
+_DATE_RES_ANY_CASE = [re.compile(p.pattern, re.IGNORECASE) for p in _DATE_RES]
 _WEEKDAY_RE = re.compile(
     r"\b(?P<wd>Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)s?\b|(?:星期|礼拜|周)(?P<wdcn>[一二三四五六日天])", re.IGNORECASE
 )
@@ -304,14 +311,16 @@ class DateMention:
         return None
 
 
-def dates(text: str, strict_case: bool = True) -> list[DateMention]:
+@lru_cache(maxsize=8192)
+def dates(text: str, strict_case: bool = True) -> tuple[DateMention, ...]:
     """Dates of ``text``; a weekday next to a date (``Saturday, March 1``) joins it."""
+    if not _MAY_HAVE_DATE_RE.search(text):
+        return ()
     text = fold(text)
-    flags = 0 if strict_case else re.IGNORECASE
     found: list[DateMention] = []
     taken: list[tuple[int, int]] = []
-    for pattern in _DATE_RES:
-        for m in re.compile(pattern.pattern, flags | (pattern.flags & ~re.UNICODE)).finditer(text):
+    for pattern in _DATE_RES if strict_case else _DATE_RES_ANY_CASE:
+        for m in pattern.finditer(text):
             if any(s < m.end() and m.start() < e for s, e in taken):
                 continue
             g = m.groupdict()
@@ -330,10 +339,10 @@ def dates(text: str, strict_case: bool = True) -> list[DateMention]:
             found[found.index(d)] = DateMention(d.year, d.month, d.day, wd, text[m.start() : d.end], m.start(), d.end)
         else:
             found.append(DateMention(None, None, None, wd, m.group(0), m.start(), m.end()))
-    return sorted(found, key=lambda d: d.start)
+    return tuple(sorted(found, key=lambda d: d.start))
 
 
-def date_supported(claim: DateMention, evidence: list[DateMention], years: set[int]) -> bool:
+def date_supported(claim: DateMention, evidence: Iterable[DateMention], years: set[int]) -> bool:
     """Whether a date of a claim is one the evidence states (form aside)."""
     for e in evidence:
         if claim.month is not None and e.month != claim.month:
@@ -385,6 +394,7 @@ _COMMON = set(
     feels goes gets makes takes keeps stays enjoys hates prefer like love need want own use plan visit visits
     """.split()
 )
+_COMMON_STEMS = {_stem(c) for c in _COMMON}
 _HONORIFICS = {"mr", "mrs", "ms", "dr", "prof", "sir", "madam", "miss"}
 _PRONOUN_SPEAKERS = {"he", "she", "they", "it", "we", "i", "you", "this", "that", "who", "which"}
 
@@ -405,7 +415,7 @@ def names(text: str) -> list[tuple[str, int]]:
         raw_before = text[: m.start()].rstrip(" ")
         before = raw_before.rstrip("\"“'(*")
         initial = not before or before[-1] in ".!?:;-–—\n。！？：" or raw_before[-1:] in ('"', "“", "(")
-        if (initial or word == word.upper()) and _stem(lower) in {_stem(c) for c in _COMMON}:
+        if (initial or word == word.upper()) and _stem(lower) in _COMMON_STEMS:
             continue
         if initial and (lower in _COMMON or lower.endswith(("ed", "ing", "ly"))):
             continue  # a sentence opening with a verb or an adverb ("Moved to …", "Recently …")
@@ -413,7 +423,7 @@ def names(text: str) -> list[tuple[str, int]]:
     return out
 
 
-def name_supported(name: str, evidence_words: set[str], evidence_text: str) -> bool:
+def name_supported(name: str, evidence_words: frozenset[str], evidence_text: str) -> bool:
     lower = fold(name).lower()
     if _stem(lower) in evidence_words or lower in evidence_words:
         return True

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from ci.findings import Finding
@@ -114,7 +114,7 @@ class Evidence:
     cited: list[Cited]
     text: str = ""
     plain: str = ""  # without the line timestamps: their digits are not the content's numbers
-    words: set[str] = field(default_factory=set)
+    words: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         parts = [c.quote + "\n" + c.span for c in self.cited]

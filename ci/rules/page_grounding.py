@@ -179,10 +179,7 @@ def _value_stated(value: str, evidence: Evidence, reader: Reader) -> bool:
 
 def _evidence_dates(cited: Cited) -> list[fc.DateMention]:
     """Dates the cited lines are from (their timestamps, the item's date) or state."""
-    found = fc.dates(cited.span, strict_case=False)
-    if cited.date:
-        found += fc.dates(cited.date)
-    return found
+    return list(fc.dates(cited.span, strict_case=False)) + (list(fc.dates(cited.date)) if cited.date else [])
 
 
 # ---- timeline headings -------------------------------------------------------------------
