@@ -52,6 +52,17 @@ RuleId = Literal[
     "grounding.date",
     "grounding.number",
     "grounding.negation",
+    "grounding.unit",
+    "grounding.qualifier",
+    "grounding.name",
+    "grounding.speaker",
+    "grounding.uncited",
+    "grounding.fact",
+    "grounding.timeline",
+    "grounding.summary",
+    "grounding.closed-fact",
+    "grounding.branch-evidence",
+    "grounding.instruction",
 ]
 
 

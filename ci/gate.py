@@ -1,6 +1,10 @@
-"""The deterministic gate before the Reviewer: `kb check` on the work branch plus claim grounding.
+"""The deterministic gate before the Reviewer: `kb check` on the work branch plus grounding.
 
-Its findings go back to the Proposer first, so a model reviewer spends its tokens on meaning.
+Grounding reads each changed page like a careful fact-checker (``ci.rules.grounding`` for its
+claims, ``ci.rules.page_grounding`` for fact cards, timeline, L0/Overview, closed facts and
+instruction-like text) and, since the gate knows the base commit, refuses citations of evidence
+that the change itself added. Its findings go back to the Proposer first, so a model reviewer
+spends its tokens on meaning.
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ import pygit2
 
 from ci.findings import render_text, sort_findings
 from ci.rules.grounding import check_page_grounding
+from ci.rules.page_grounding import check_page_facts
 from ci.run import CheckReport, check_selection
 from ci.selection import plan_changed
 from ci.snapshot import Snapshot
+from kb.errors import FormatError
+from kb.evidence import LEDGER_PATH, parse_ledger
 from kb.page import Page
 from kb.repo import Repo
 
@@ -34,8 +41,22 @@ def run_gate(view: Repo, base: pygit2.Commit) -> GateReport:
     report = check_selection(view, snapshot, selection)
     findings = list(report.findings)
     changed_pages = tuple(p for p in changed if p.endswith(".md") and snapshot.has_page(p))
+    base_evidence = _ledger_ids(view, base)
     for path in changed_pages:
         page = snapshot.page(path)
         if isinstance(page, Page):
             findings.extend(check_page_grounding(snapshot, page))
+            findings.extend(check_page_facts(snapshot, page, base_evidence))
     return GateReport(sort_findings(findings), report.checked, changed_pages)
+
+
+def _ledger_ids(view: Repo, base: pygit2.Commit) -> set[str] | None:
+    """The evidence ids recorded at ``base`` (None when its ledger cannot be read: the evidence
+    rules report a broken ledger)."""
+    data = view.read_at(base, LEDGER_PATH)
+    if data is None:
+        return set()
+    try:
+        return {e.id for e in parse_ledger(data.decode("utf-8"))}
+    except (FormatError, UnicodeDecodeError):
+        return None

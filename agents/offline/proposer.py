@@ -74,6 +74,12 @@ def _summary(text: str, limit: int = 90) -> str:
     return text
 
 
+def _source(statement: Statement) -> str:
+    """A fact card's source: the lines its citation quotes (an answer cites its question too)."""
+    end = f"-L{statement.end}" if statement.end != statement.start else ""
+    return f"{statement.evidence_id}#L{statement.start}{end}"
+
+
 def _entry(statement: Statement, suffix: str = "") -> Entry:
     return Entry(f"{statement.claim}[^{label_for(statement)}]{suffix}", label_for(statement), citation_line(statement))
 
@@ -261,7 +267,7 @@ class _MemoryDraft:
                 "relation": "instruction",
                 "learned": f"given by {st.speaker} on {st.date}",
                 "valid_from": st.date,
-                "source": f"{st.evidence_id}#L{st.start}",
+                "source": _source(st),
                 "label": label,
             }
         )
@@ -291,7 +297,7 @@ class _MemoryDraft:
                 "learned": f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}",
                 "valid_from": st.date,
                 "valid_to": None,
-                "source": f"{st.evidence_id}#L{st.start}",
+                "source": _source(st),
                 "label": label,
             }
         )
@@ -320,7 +326,7 @@ class _MemoryDraft:
                     "relation": f"{self.name}'s vehicle",
                     "learned": f"first mentioned by {st.speaker} on {st.date}",
                     "valid_from": st.date,
-                    "source": f"{st.evidence_id}#L{st.start}",
+                    "source": _source(st),
                 }
             )
         topic.sections.setdefault(title, []).append(_entry(st))
