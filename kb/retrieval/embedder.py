@@ -18,10 +18,10 @@ from kb.errors import ConfigError, ModelError
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from kb.retrieval.e5 import E5
-
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
+
+    from kb.retrieval.e5 import E5
 
     Vectors = NDArray[np.float32]  # (n, dim) for passages, (dim,) for a query
 
