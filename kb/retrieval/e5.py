@@ -15,7 +15,7 @@ into float32 matrices (21 M weights, 85 MB) and runs the encoder as BLAS matrix 
   windows and averaged with the same weights, so the vectors are the engine's up to its 8-bit
   activation rounding (cosine >= 0.999 per text, tests/kb/retrieval/test_e5.py).
 
-Every BLAS call runs on one thread (OpenBLAS's per-thread setting): callers parallelise over
+Every BLAS call runs on one thread (``blas_threads_local``): callers parallelise over
 texts instead, which keeps the cores busy without the per-step barriers that stall whenever
 another process holds a core.
 """
@@ -340,7 +340,9 @@ def _blas_setter() -> Callable[[int], object] | None:
 
 
 def blas_threads_local(n: int) -> bool:
-    """Limit numpy's BLAS to ``n`` threads for calls made by the calling thread."""
+    """Limit numpy's OpenBLAS to ``n`` threads. The call is OpenBLAS's thread-local one, but the
+    OpenBLAS numpy 2.4.6 ships applies it to the whole process (checked: a new thread sees the
+    value set in another), so in kb every numpy product runs on one thread; FAISS has its own."""
     setter = _blas_setter()
     if setter is not None:
         setter(n)

