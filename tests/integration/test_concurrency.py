@@ -39,7 +39,11 @@ def _notes(folder: Path, count: int) -> list[Path]:
 def test_parallel_adds_all_land_one_commit_each(tmp_path: Path) -> None:
     repo = init_repository(tmp_path / "kb")
     notes = _notes(tmp_path / "in", 6)
-    processes = [start_kb("--repo", str(repo.root), "evidence", "add", str(note), cwd=tmp_path) for note in notes]
+    with repo.write_lock():  # held until the first add says it waits: the adds surely overlap
+        processes = [start_kb("--repo", str(repo.root), "evidence", "add", str(note), cwd=tmp_path) for note in notes]
+        assert processes[0].stderr is not None
+        first_line = processes[0].stderr.readline()
+    assert first_line.startswith("waiting for the repository lock held by pid"), first_line
     results = [finish(p) for p in processes]
     assert [code for code, _, _ in results] == [0] * len(notes), [err for _, _, err in results]
     entries = load_ledger(repo.root)
@@ -48,7 +52,6 @@ def test_parallel_adds_all_land_one_commit_each(tmp_path: Path) -> None:
     assert main_line(repo.root).count("evidence: add 1 item(s)") == len(notes)
     assert unreviewed_on_main(repo.root) == []
     assert repo.dirty_paths() == []
-    assert any("waiting for the repository lock held by pid" in err for _, _, err in results)
 
 
 def _sample(root: Path) -> Repo:
