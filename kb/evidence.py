@@ -94,7 +94,6 @@ def rechain(entries: list[LedgerEntry]) -> list[LedgerEntry]:
     return out
 
 
-
 def parse_ledger(text: str, source: str = LEDGER_PATH) -> list[LedgerEntry]:
     entries = []
     for n, line in enumerate(text.splitlines(), 1):

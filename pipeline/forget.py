@@ -39,7 +39,7 @@ import pygit2
 
 from kb.clock import iso_utc
 from kb.errors import ConflictError, GateError, NotFoundError, UsageError
-from kb.evidence import LEDGER_PATH, LedgerEntry, forget_record, ledger_at, parse_ledger, rechain, tombstone
+from kb.evidence import LEDGER_PATH, LedgerEntry, find_entry, forget_record, ledger_at, parse_ledger, rechain, tombstone
 from kb.forgotten import (
     MIN_TEXT,
     Fingerprints,
@@ -125,7 +125,11 @@ def drop_claims(text: str, forgotten: set[str], match: str | None = None) -> str
         if any(ident in line for ident in forgotten):
             if line.startswith("sources:"):
                 line = re.sub(r"\s*,?\s*\b(" + "|".join(map(re.escape, sorted(forgotten))) + r")\b\s*,?", ",", line)
-                line = re.sub(r"\[\s*,+\s*", "[", re.sub(r"\s*,+\s*\]", "]", re.sub(r",\s*,+", ",", line))).replace(",", ", ").replace(",  ", ", ")
+                line = (
+                    re.sub(r"\[\s*,+\s*", "[", re.sub(r"\s*,+\s*\]", "]", re.sub(r",\s*,+", ",", line)))
+                    .replace(",", ", ")
+                    .replace(",  ", ", ")
+                )
             elif line.startswith("facts:"):
                 line = _drop_facts(line, forgotten)
             else:
@@ -158,6 +162,47 @@ def _redact_line(line: str, match: str) -> str:
     return replaced if replaced != line else SCRUBBED
 
 
+@dataclass
+class _Selection:
+    items: list[LedgerEntry] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)
+    scopes: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    files: dict[str, bytes | None] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)
+
+
+def _select(repo: Repo, head: pygit2.Commit, entries: list[LedgerEntry], pages: dict[str, pygit2.Oid], target: Target) -> _Selection:
+    """The items and pages ``target`` names at HEAD (and, for --match, the redacted items)."""
+    out = _Selection()
+    if target.user:
+        scope = user_scope(target.user)
+        out.scopes = [scope]
+        out.items = [e for e in entries if e.scope == scope]
+        out.deleted = sorted(p for p in pages if p.startswith(folder_for_scope(scope)))
+        if not out.items and not out.deleted:
+            raise NotFoundError(f"no evidence and no pages for user {target.user!r}", hint="check the id with `kb evidence list`")
+    elif target.evidence:
+        out.items = [find_entry(entries, target.evidence)]
+    else:
+        match = target.match or ""
+        if len(normalise(match)) < MIN_TEXT:
+            raise UsageError(f"--match needs at least {MIN_TEXT} characters", hint="give the exact text to forget")
+        out.texts.append(match)
+        for e in entries:
+            content = _text(repo.read_at(head, e.path))
+            if any(normalise(match) in normalise(line) for line in content.splitlines()):
+                out.redacted.append(e.id)
+                out.files[e.path] = _redact_lines(content, match).encode("utf-8")
+    for e in out.items:
+        out.texts.append(_text(repo.read_at(head, e.path)))
+        out.files[e.path] = None
+    for path in out.deleted:
+        out.texts.append(_text(repo.read_blob(pages[path])))
+        out.files[path] = None
+    return out
+
+
 def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
     """What ``target`` removes at HEAD, and its material (pure: writes nothing)."""
     head = repo.head()
@@ -165,40 +210,9 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
         raise NotFoundError("the repository has no commits yet")
     entries = [e for e in ledger_at(repo, head) if e.path]
     pages = _page_files(repo, head)
-    files: dict[str, bytes | None] = {}
-    texts: list[str] = []
-    items: list[LedgerEntry] = []
-    redacted: list[str] = []
-    scopes: list[str] = []
-    deleted: list[str] = []
-    if target.user:
-        scope = user_scope(target.user)
-        scopes = [scope]
-        items = [e for e in entries if e.scope == scope]
-        deleted = sorted(p for p in pages if p.startswith(folder_for_scope(scope)))
-        if not items and not deleted:
-            raise NotFoundError(f"no evidence and no pages for user {target.user!r}", hint="check the id with `kb evidence list`")
-    elif target.evidence:
-        from kb.evidence import find_entry
-
-        items = [find_entry(entries, target.evidence)]
-    else:
-        match = target.match or ""
-        if len(normalise(match)) < MIN_TEXT:
-            raise UsageError(f"--match needs at least {MIN_TEXT} characters", hint="give the exact text to forget")
-        texts.append(match)
-        for e in entries:
-            content = _text(repo.read_at(head, e.path))
-            if normalise(match) in normalise(content) or any(normalise(match) in normalise(x) for x in content.splitlines()):
-                redacted.append(e.id)
-                files[e.path] = _redact_lines(content, match).encode("utf-8")
-    forgotten = {e.id for e in items}
-    for e in items:
-        texts.append(_text(repo.read_at(head, e.path)))
-        files[e.path] = None
-    for path in deleted:
-        texts.append(_text(repo.read_blob(pages[path])))
-        files[path] = None
+    chosen = _select(repo, head, entries, pages, target)
+    files, texts = chosen.files, chosen.texts
+    forgotten = {e.id for e in chosen.items}
     edited: list[str] = []
     for path, oid in sorted(pages.items()):
         if path in files:
@@ -217,10 +231,12 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
         kept = {e.path for e in entries} | set(pages)
         retained = [_text(files[p]) if p in files else _text(repo.read_at(head, p)) for p in sorted(kept) if files.get(p, b"") is not None]
     prints = fingerprint(key, texts, retained)
+    renames = {e.id: "ev-" + secrets.token_hex(8) for e in chosen.items}
+    hashes = {e.id: hashlib.sha256(files[e.path] or b"").hexdigest() for e in entries if e.id in chosen.redacted}
     op = "fg-" + secrets.token_hex(8)
-    renames = {e.id: "ev-" + secrets.token_hex(8) for e in items}
-    hashes = {e.id: hashlib.sha256(files[e.path] or b"").hexdigest() for e in entries if e.id in redacted}
-    return Plan(op, target.kind, str(head.id), renames, redacted, deleted, edited, scopes, prints, hashes, files, texts)
+    return Plan(
+        op, target.kind, str(head.id), renames, chosen.redacted, chosen.deleted, edited, chosen.scopes, prints, hashes, files, texts
+    )
 
 
 # ---- records ----------------------------------------------------------------------------------
@@ -276,7 +292,13 @@ def apply_head_change(repo: Repo, plan: Plan, now: Callable[[], str] = iso_utc) 
             return str(head.id)  # done before (a resumed run)
         if str(head.id) != plan.base:
             raise ConflictError("the branch moved since the forgetting was planned", hint="run `kb forget` again")
-        meta = {"evidence": len(plan.items), "redacted": len(plan.redacted), "pages_deleted": len(plan.deleted_pages), "pages_edited": len(plan.edited_pages), "target": plan.kind}
+        meta = {
+            "evidence": len(plan.items),
+            "redacted": len(plan.redacted),
+            "pages_deleted": len(plan.deleted_pages),
+            "pages_edited": len(plan.edited_pages),
+            "target": plan.kind,
+        }
         record = forget_record(0, plan.op, now(), meta)
         ledger = new_ledger(entries, plan, record)
         originals = {p: (repo.root / p).read_bytes() if (repo.root / p).is_file() else None for p in [*plan.files, LEDGER_PATH]}
@@ -376,7 +398,8 @@ class _Rewriter:
             return self.trees[key]
         builder = self.git.TreeBuilder()
         for entry in self.git[oid].peel(pygit2.Tree):
-            path = base + entry.name
+            name = entry.name or ""
+            path = base + name
             if entry.type_str == "tree":
                 new = self.tree(entry.id, path + "/")
             elif self.dropped(path):
@@ -386,7 +409,7 @@ class _Rewriter:
             else:
                 new = entry.id
             if new is not None:
-                builder.insert(entry.name, new, entry.filemode)
+                builder.insert(name, new, entry.filemode)
         result = builder.write() if len(builder) or not base else None
         self.trees[key] = result
         return result
@@ -447,7 +470,7 @@ def _rebuild_notes(repo: Repo, ref: str, mapping: dict[pygit2.Oid, pygit2.Oid], 
     records as signed, so a signature over an old head id no longer verifies (docs/privacy.md)."""
     git = repo.git
     moved: list[tuple[pygit2.Oid, str]] = []
-    for note in git.notes(ref):
+    for note in git.notes(ref):  # type: ignore[call-arg]  # the stub lacks the ref argument
         annotated, text = note.annotated_id, note.message
         if rewriter.plan.fingerprints.found_in(text) or rewriter.scrub(text) != text:
             continue
@@ -465,7 +488,9 @@ def _drop_worktrees(repo: Repo, rewriter: _Rewriter) -> None:
     for name in git.list_worktrees():
         worktree = git.lookup_worktree(name)
         folder = Path(worktree.path)
-        if folder.is_dir() and any(_file_has(p, rewriter.plan.fingerprints) for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts):
+        if folder.is_dir() and any(
+            _file_has(p, rewriter.plan.fingerprints) for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts
+        ):
             shutil.rmtree(folder, ignore_errors=True)
         if not folder.exists():
             worktree.prune(True)
@@ -553,9 +578,7 @@ def scan(repo: Repo, prints: Fingerprints) -> VerifyReport:
     forgetting's own records, which hold fingerprints only)."""
     copies: list[str] = []
     objects = 0
-    proc = subprocess.run(
-        ["git", "-C", str(repo.root), "cat-file", "--batch-all-objects", "--batch"], check=True, capture_output=True
-    )
+    proc = subprocess.run(["git", "-C", str(repo.root), "cat-file", "--batch-all-objects", "--batch"], check=True, capture_output=True)
     data = proc.stdout
     pos = 0
     while pos < len(data):
@@ -643,5 +666,13 @@ def verify_all(repo: Repo) -> list[dict[str, Any]]:
     for path in records:
         data = json.loads(path.read_text(encoding="utf-8"))
         report = scan(repo, fingerprints_from_json(key, data.get("fingerprints", {})))
-        out.append({"id": data["id"], "result": "clean" if report.clean else "copies-remain", "copies": list(report.copies), "git_objects": report.objects, "state_files": report.files})
+        out.append(
+            {
+                "id": data["id"],
+                "result": "clean" if report.clean else "copies-remain",
+                "copies": list(report.copies),
+                "git_objects": report.objects,
+                "state_files": report.files,
+            }
+        )
     return out

@@ -23,7 +23,8 @@ def forget(
 
     Example: kb forget --user alice --dry-run
     """
-    from pipeline.forget import Target, forget as run_forget, verify_all
+    from pipeline.forget import Target, verify_all
+    from pipeline.forget import forget as run_forget
 
     repo = open_repo()
     if verify:

@@ -24,7 +24,10 @@ from pipeline.forget import Target, apply_head_change, complete, plan_forget, pu
 from pipeline.memory import ingest
 from tests.builders import add_file, write_chat
 
-ALICE_1 = [("user", "I live in Lyon and my SSN is 078-05-1120."), ("user", "My card number is 4111 1111 1111 1111 and I am allergic to peanuts.")]
+ALICE_1 = [
+    ("user", "I live in Lyon and my SSN is 078-05-1120."),
+    ("user", "My card number is 4111 1111 1111 1111 and I am allergic to peanuts."),
+]
 ALICE_2 = [("user", "I started learning the cello with Madame Girardot-Pons last spring.")]
 BOB = [("user", "I live in Oslo and my car is a 2020 Volvo XC40.")]
 ALICE_SECRETS = ("078-05-1120", "4111 1111 1111 1111", "allergic to peanuts", "Girardot-Pons")
@@ -103,7 +106,9 @@ def test_forget_user_revokes_at_once_then_removes_every_copy(repo: Repo, cli) ->
 
 
 def test_forget_one_evidence_item_removes_its_claims_only(repo: Repo, cli) -> None:
-    first = next(e.id for e in ledger_at(repo, repo.head()) if e.scope == "user:alice" and e.meta.get("session_date", "").startswith("2024-03"))
+    first = next(
+        e.id for e in ledger_at(repo, repo.head()) if e.scope == "user:alice" and e.meta.get("session_date", "").startswith("2024-03")
+    )
     result = cli("--repo", str(repo.root), "forget", first)
     assert result.code == 0, result.err
     assert "verification: clean" in result.out
@@ -132,7 +137,9 @@ def test_forget_match_redacts_the_text_and_keeps_the_item(repo: Repo, cli) -> No
 def test_dry_run_changes_nothing_and_bad_targets_are_refused(repo: Repo, cli) -> None:
     head = repo.head().id
     result = cli("--repo", str(repo.root), "forget", "--user", "alice", "--dry-run")
-    assert result.code == 0 and "would forget (user): 2 evidence item(s)" in result.out and "delete page users/alice/profile.md" in result.out
+    assert (
+        result.code == 0 and "would forget (user): 2 evidence item(s)" in result.out and "delete page users/alice/profile.md" in result.out
+    )
     assert repo.head().id == head and not (repo.root / ".kb/forget/denied.json").exists()
     assert search(repo, "Lyon", "user:alice", k=3)
     result = cli("--repo", str(repo.root), "forget")
