@@ -16,6 +16,7 @@ import pygit2
 
 from kb.errors import IndexMissingError, KbError, NotFoundError
 from kb.evidence import LedgerEntry, ledger_at
+from kb.forgotten import is_evidence_hidden, is_hidden
 from kb.page import page_id_for_path, parse_page
 from kb.repo import Repo
 from kb.retrieval.reading import grep, read_page, read_section
@@ -98,6 +99,8 @@ class RepoReader:
         if entry is None or not can_read(self.scopes, entry.scope):
             raise NotFoundError(f"unknown evidence id {evidence_id!r}")
         data = self.view.read_at(self._head(), entry.path)
+        if is_evidence_hidden(self.repo, entry.id, entry.scope, (data or b"").decode("utf-8")):
+            raise NotFoundError(f"unknown evidence id {evidence_id!r}")  # being forgotten
         lines = (data or b"").decode("utf-8").splitlines()
         first = max(1, start or 1)
         last = min(len(lines), end or len(lines), first + MAX_EVIDENCE_LINES - 1)
@@ -113,6 +116,8 @@ class RepoReader:
         for path in sorted(files):
             if not path.endswith(".md") or not can_read(self.scopes, scope_for_path(path)) or (prefix and not path.startswith(prefix)):
                 continue
+            if is_hidden(self.repo, path, self.view.read_blob(files[path])):
+                continue  # being forgotten
             try:
                 summary = parse_page(self.view.read_blob(files[path]), path).summary
             except KbError:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb.clock import iso_utc
 from kb.errors import ConflictError, FormatError, NotFoundError, UsageError
+from kb.forgotten import is_evidence_hidden
 from kb.ids import sha256_hex
 from kb.intake import PreparedItem
 from kb.repo import Repo, atomic_write
@@ -63,6 +64,34 @@ class LedgerEntry:
 
 
 # ---- the ledger ------------------------------------------------------------------------
+
+TOMBSTONE = "forgotten"  # kind and scope of an entry whose item was forgotten (``kb forget``)
+FORGET_KIND = "forget"  # kind of the entry recording a forgetting
+
+
+def tombstone(entry: LedgerEntry, new_id: str) -> LedgerEntry:
+    """The entry of a forgotten item: its place in the chain and its date, nothing that could
+    confirm a guess of its content (no content hash, no source, no user, a fresh random id)."""
+    return LedgerEntry(entry.seq, new_id, "", entry.prev, TOMBSTONE, TOMBSTONE, "", entry.added_at, 0)
+
+
+def forget_record(seq: int, ident: str, at: str, meta: dict[str, Any]) -> LedgerEntry:
+    """The entry recording a forgetting: when, and how many items and pages, never what."""
+    return LedgerEntry(seq, ident, "", "", FORGET_KIND, "system", "", at, 0, meta=meta)
+
+
+def rechain(entries: list[LedgerEntry]) -> list[LedgerEntry]:
+    """The entries renumbered and hash-chained again (after tombstones replaced some)."""
+    out: list[LedgerEntry] = []
+    prev = GENESIS
+    for n, entry in enumerate(entries, 1):
+        data = entry.payload() | {"seq": n, "prev": prev}
+        data.pop("hash", None)
+        fresh = LedgerEntry(**data)
+        fresh = LedgerEntry(**(fresh.payload() | {"hash": fresh.compute_hash()}))
+        out.append(fresh)
+        prev = fresh.hash
+    return out
 
 
 def parse_ledger(text: str, source: str = LEDGER_PATH) -> list[LedgerEntry]:
@@ -244,6 +273,7 @@ def add_items(repo: Repo, items: list[PreparedItem], now: Callable[[], str] = is
 
 
 def find_entry(entries: list[LedgerEntry], evidence: str) -> LedgerEntry:
+    entries = [e for e in entries if e.path]  # tombstones have no content to show
     for entry in entries:
         if entry.id == evidence:
             return entry
@@ -299,6 +329,8 @@ def show_item(repo: Repo, reference: str, lines: str | None = None) -> ItemView:
     ident, _, span = reference.partition("#")
     entry = find_entry(load_ledger(repo.root), ident)
     content = read_content(repo.root, entry)
+    if is_evidence_hidden(repo, entry.id, entry.scope, content):  # being forgotten: as if unknown
+        raise NotFoundError(f"unknown evidence id {ident!r}", hint="list ids with `kb evidence list`")
     wanted = lines or span
     start, end = parse_span(wanted) if wanted else (1, max(entry.lines, 1))
     return ItemView(entry, slice_lines(content, start, end, entry.id))
@@ -307,4 +339,4 @@ def show_item(repo: Repo, reference: str, lines: str | None = None) -> ItemView:
 def list_entries(repo: Repo, user: str | None = None, kind: str | None = None) -> list[LedgerEntry]:
     """Ledger entries in order, optionally only one user's or one kind's."""
     scope = user_scope(user) if user else None
-    return [e for e in load_ledger(repo.root) if (scope is None or e.scope == scope) and (kind is None or e.kind == kind)]
+    return [e for e in load_ledger(repo.root) if e.path and (scope is None or e.scope == scope) and (kind is None or e.kind == kind)]

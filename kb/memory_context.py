@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kb.errors import NotFoundError, UsageError
 from kb.evidence import ledger_at
+from kb.forgotten import is_hidden
 from kb.inert import make_tags_inert
 from kb.injection import unsafe_statement
 from kb.page import Page, page_id_for_path, parse_page
@@ -104,6 +105,8 @@ class _Pages:
     def get(self, path: str) -> Page | None:
         if path not in self.cache:
             data = self.repo.read_at(self.commit, path)
+            if data is not None and is_hidden(self.repo, path, data):
+                data = None  # being forgotten
             try:
                 self.cache[path] = parse_page(data, path) if data else None
             except Exception:

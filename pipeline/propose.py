@@ -79,7 +79,7 @@ def evidence_on_open_branches(repo: Repo) -> set[str]:
 
 def select_evidence(repo: Repo, ids: list[str] | None = None, since: str | None = None) -> list[LedgerEntry]:
     head = repo.head()
-    entries = ledger_at(repo, head)
+    entries = [e for e in ledger_at(repo, head) if e.path]  # not the tombstones of forgotten items
     if ids:
         by_id = {e.id: e for e in entries}
         chosen = []

@@ -28,8 +28,8 @@ def check_ledger(snapshot: Snapshot, selection: Selection) -> list[Finding]:
     recorded = {e.path for e in snapshot.ledger}
     changed = None if selection.evidence_paths is None else set(selection.evidence_paths)
     for n, entry in enumerate(snapshot.ledger, 1):
-        if changed is not None and entry.path not in changed:
-            continue
+        if not entry.path or (changed is not None and entry.path not in changed):
+            continue  # a tombstone (its content forgotten) or the record of a forgetting
         file = snapshot.root / entry.path
         if not file.is_file():
             out.append(Finding(entry.path, 1, "evidence.removed", f"{entry.id} (ledger line {n}) is missing", hint=RESTORE))

@@ -111,6 +111,8 @@ def _collect_evidence(
     chunks: list[Chunk] = []
     skipped: list[tuple[str, str]] = []
     for entry in entries:
+        if not entry.path:
+            continue  # a tombstone of forgotten evidence, or the record of a forgetting
         try:
             oid = commit.tree[entry.path].id
         except KeyError:

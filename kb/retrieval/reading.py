@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from kb.errors import FormatError, NotFoundError, UsageError
+from kb.forgotten import is_hidden, load_denied
 from kb.page import OVERVIEW_HEADING, Page, page_id_for_path, parse_page
 from kb.repo import Repo
 from kb.scopes import SYSTEM, can_read, parse_principal, readable_folders, scope_for_path
@@ -110,6 +111,8 @@ def load_page(repo: Repo, page: str, principal: str = SYSTEM, commit: str | None
     target = _commit(repo, commit)
     path = page_path(page)
     data = repo.read_at(target, path) if can_read(scopes, scope_for_path(path)) and ".." not in path.split("/") else None
+    if data is not None and is_hidden(repo, path, data):
+        data = None  # being forgotten: as absent as another user's page
     if data is None:
         raise NotFoundError(f"no page {page!r} at commit {str(target.id)[:12]}", hint="find pages with `kb search` or `kb grep`")
     return parse_page(data, path), str(target.id)
@@ -322,6 +325,8 @@ def grep(
     else:
         tree = repo.tree_files(target, readable_folders(scopes))
         files = {p: o for p, o in tree.items() if p.endswith(".md") and can_read(scopes, scope_for_path(p))}
+    denied = load_denied(repo)
+    files = {p: o for p, o in files.items() if not denied.hides_path(p)}
     hits: list[GrepHit] = []
     for path in sorted(files):
         data = repo.read_blob(files[path])
@@ -329,7 +334,7 @@ def grep(
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             continue
-        matches = [(n, line) for n, line in enumerate(text.splitlines(), 1) if matches_line(line)]
+        matches = [(n, line) for n, line in enumerate(text.splitlines(), 1) if matches_line(line) and not denied.hides_text(line)]
         if not matches:
             continue
         try:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb.errors import IndexMissingError, UsageError
+from kb.forgotten import Denied, load_denied
 from kb.repo import Repo
 from kb.retrieval.chunking import EVIDENCE, PAGE
 from kb.retrieval.embedder import Embedder, make_embedder
@@ -183,6 +184,7 @@ class Searcher:
         self.field_boosts = dict(FIELD_BOOSTS)
         self.bm25_b, self.bm25_k1 = BM25_B, BM25_K1
         self.embedder = embedder
+        self.denied = Denied()  # what a pending `kb forget` hides; set on every open_searcher
         self.manifest: Manifest = load_manifest(folder / MANIFEST_FILE)
         try:
             self.docs: list[dict[str, Any]] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
@@ -433,11 +435,15 @@ class Searcher:
     def _fuse(self, lists: dict[str, Candidates], group: Callable[[int], str], k: int, namespace: str) -> list[Hit]:
         order, ranks, scores, best = self.fuse_keys(lists, group)
         single = next(iter(lists)) if len(lists) == 1 else None
-        hits = []
-        for key in order[:k]:
+        hits: list[Hit] = []
+        for key in order:
+            if len(hits) == k:
+                break
             row = best[key]
             doc = self.docs[int(self.row_doc[row])]
             record = self.chunk_record(row)
+            if self.denied and self._denied(doc, record):
+                continue
             per_ranks = {name: r[key] for name, r in ranks.items() if key in r}
             score = scores[key][single] if single else scores[key]["rrf"]
             hits.append(
@@ -463,6 +469,14 @@ class Searcher:
                 )
             )
         return hits
+
+    def _denied(self, doc: dict[str, Any], record: dict[str, Any]) -> bool:
+        """Whether a pending ``kb forget`` hides this hit (checked on every result, before any
+        rebuild has removed it from the index)."""
+        d = self.denied
+        if doc["scope"] in d.scopes or doc["id"] in d.evidence or doc["path"] in d.paths:
+            return True
+        return d.hides_text(" ".join((doc["title"], doc["summary"], record["body"])))
 
     def chunk_record(self, row: int) -> dict[str, Any]:
         start = int(self.offsets[row])
@@ -491,6 +505,7 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
     folder = index_store(repo).current_path() if commit is None else index_at(repo, commit, progress)[0]
     r = repo.config.retrieval
     searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
+    searcher.denied = load_denied(repo)
     expected = searcher.embedder.identity if searcher.embedder is not None else r.embedder
     if searcher.manifest.embedder != expected:
         raise IndexMissingError(

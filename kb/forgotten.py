@@ -1,0 +1,199 @@
+"""What is being forgotten: the deny-list every read consults, and the keyed fingerprints of
+forgotten text that the scans look for.
+
+``kb forget`` writes a deny entry first, before it changes anything else, so that search, read,
+grep, memory context, ``kb evidence show`` and the agents' tools stop returning the material at
+once, while the history rewrite and the index rebuild are still to come. The entry lives in the
+main repository's ``.kb/forget/denied.json`` (local, git-ignored, shared by the work branches'
+worktrees) and is removed when the forgetting completes: by then nothing it names exists.
+
+Text is never stored in the clear: a piece of forgotten text is known by keyed BLAKE2b digests of
+its normalised windows (``WINDOW`` characters, or the whole text when shorter), with a random key
+kept in ``.kb/forget/key``. Without that key a digest confirms no guess; with it, a scan finds any
+copy of at least one window, inside longer text or across a different spacing or case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kb.repo import STATE_DIR, atomic_write
+from kb.scopes import scope_for_path
+
+if TYPE_CHECKING:
+    from kb.repo import Repo
+
+FORGET_DIR = "forget"
+DENIED_FILE = "denied.json"
+KEY_FILE = "key"
+WINDOW = 24  # characters of normalised text per fingerprint window
+MIN_TEXT = 4  # shorter text cannot be forgotten by content: it would match everywhere
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """The form texts are compared in: NFKC, case-folded, runs of white space as one space."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def main_root(repo: Repo) -> Path:
+    """The main repository's folder, also from a work branch's worktree (whose ``.git`` points
+    into ``<main>/.git/worktrees/<name>``)."""
+    gitdir = Path(repo.git.path.rstrip("/"))
+    if gitdir.parent.name == "worktrees" and gitdir.parent.parent.name == ".git":
+        return gitdir.parent.parent.parent
+    return repo.root
+
+
+def forget_dir(repo: Repo) -> Path:
+    path = main_root(repo) / STATE_DIR / FORGET_DIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def load_key(repo: Repo, create: bool = False) -> bytes | None:
+    path = forget_dir(repo) / KEY_FILE
+    if path.is_file():
+        return path.read_bytes()
+    if not create:
+        return None
+    key = secrets.token_bytes(32)
+    atomic_write(path, key)
+    os.chmod(path, 0o600)
+    return key
+
+
+@dataclass(frozen=True)
+class Fingerprints:
+    """Keyed digests of forgotten text, by window length."""
+
+    key: bytes
+    digests: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    def digest(self, text: str) -> str:
+        return hashlib.blake2b(text.encode("utf-8"), key=self.key, digest_size=16).hexdigest()
+
+    def windows(self, normal: str, size: int) -> list[str]:
+        if len(normal) <= size:
+            return [normal] if len(normal) == size else []
+        return [normal[i : i + size] for i in range(len(normal) - size + 1)]
+
+    def found_in(self, text: str) -> bool:
+        """Whether ``text`` holds a window of forgotten text (after normalising)."""
+        if not self.digests:
+            return False
+        normal = normalise(text)
+        for size, wanted in self.digests.items():
+            if any(self.digest(w) in wanted for w in self.windows(normal, size)):
+                return True
+        return False
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {str(size): sorted(d) for size, d in sorted(self.digests.items())}
+
+
+def fingerprint(key: bytes, texts: Sequence[str], retained: Sequence[str] = ()) -> Fingerprints:
+    """Fingerprints of ``texts`` minus every window that ``retained`` text also holds (what stays
+    is not forgotten: a date or a template phrase it shares must not count as a copy)."""
+    probe = Fingerprints(key)
+    by_size: dict[int, set[str]] = {}
+    for text in texts:
+        normal = normalise(text)
+        if len(normal) < MIN_TEXT:
+            continue
+        size = min(WINDOW, len(normal))
+        by_size.setdefault(size, set()).update(probe.digest(w) for w in probe.windows(normal, size))
+    for text in retained:
+        normal = normalise(text)
+        for size, wanted in by_size.items():
+            if wanted:
+                wanted.difference_update(probe.digest(w) for w in probe.windows(normal, size))
+    return Fingerprints(key, {size: frozenset(d) for size, d in by_size.items() if d})
+
+
+def fingerprints_from_json(key: bytes, data: dict[str, list[str]]) -> Fingerprints:
+    return Fingerprints(key, {int(size): frozenset(d) for size, d in data.items()})
+
+
+@dataclass(frozen=True)
+class Denied:
+    """What reads must not return while a forgetting is under way (all of it, for every reader)."""
+
+    scopes: frozenset[str] = frozenset()
+    evidence: frozenset[str] = frozenset()
+    paths: frozenset[str] = frozenset()
+    text: Fingerprints | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.scopes or self.evidence or self.paths or (self.text and self.text.digests))
+
+    def hides_path(self, path: str) -> bool:
+        return path in self.paths or scope_for_path(path) in self.scopes
+
+    def hides_evidence(self, evidence_id: str, scope: str) -> bool:
+        return evidence_id in self.evidence or scope in self.scopes
+
+    def hides_text(self, text: str) -> bool:
+        return self.text is not None and self.text.found_in(text)
+
+
+def _denied_path(repo: Repo) -> Path:
+    return forget_dir(repo) / DENIED_FILE
+
+
+def read_entries(repo: Repo) -> dict[str, dict[str, Any]]:
+    """The deny entries by forgetting id."""
+    path = main_root(repo) / STATE_DIR / FORGET_DIR / DENIED_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    return dict(data) if isinstance(data, dict) else {}
+
+
+def write_entries(repo: Repo, entries: dict[str, dict[str, Any]]) -> None:
+    atomic_write(_denied_path(repo), (json.dumps(entries, sort_keys=True, indent=1) + "\n").encode("utf-8"))
+
+
+def load_denied(repo: Repo) -> Denied:
+    """Everything every pending forgetting hides (empty when none is under way)."""
+    entries = read_entries(repo)
+    if not entries:
+        return Denied()
+    scopes: set[str] = set()
+    evidence: set[str] = set()
+    paths: set[str] = set()
+    digests: dict[int, set[str]] = {}
+    for entry in entries.values():
+        scopes.update(entry.get("scopes", ()))
+        evidence.update(entry.get("evidence", ()))
+        paths.update(entry.get("paths", ()))
+        for size, values in entry.get("text", {}).items():
+            digests.setdefault(int(size), set()).update(values)
+    key = load_key(repo)
+    text = Fingerprints(key, {s: frozenset(d) for s, d in digests.items()}) if key and digests else None
+    return Denied(frozenset(scopes), frozenset(evidence), frozenset(paths), text)
+
+
+def is_hidden(repo: Repo, path: str, data: bytes | str) -> bool:
+    """Whether a pending forgetting hides the page (or file) ``path`` with content ``data``."""
+    denied = load_denied(repo)
+    if not denied:
+        return False
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return denied.hides_path(path) or denied.hides_text(text)
+
+
+def is_evidence_hidden(repo: Repo, evidence_id: str, scope: str, content: str) -> bool:
+    """Whether a pending forgetting hides an evidence item (by id, by scope, or by its text)."""
+    denied = load_denied(repo)
+    return bool(denied) and (denied.hides_evidence(evidence_id, scope) or denied.hides_text(content))
