@@ -24,7 +24,7 @@ from kb.page import parse_page
 from kb.repo import Repo, atomic_write, diff_trees
 from kb.scopes import PAGE_FOLDERS, folder_for_scope, user_of
 from pipeline.backend import branch_backend
-from pipeline.records import parse_trailers, proposal_info, status_of
+from pipeline.records import drop_reviews, parse_trailers, proposal_info, status_of
 from pipeline.roles import Agents, make_agents
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import BRANCH_PREFIX, Workspace, open_workspace, remove_workspace, slugify_branch
@@ -151,6 +151,14 @@ def branch_diff(workspace: Workspace, base: str) -> str:
 
 
 def _drop_branch(repo: Repo, branch: str) -> None:
+    """Remove a work branch, its worktree and the review notes of its own commits."""
+    head = repo.git.branches.local[branch].peel(pygit2.Commit)
+    main = repo.head()
+    stop = repo.git.merge_base(main.id, head.id) if main is not None else None
+    for commit in repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL):
+        if commit.id == stop:
+            break
+        drop_reviews(repo, str(commit.id))
     remove_workspace(repo, branch)
     repo.git.branches.local.delete(branch)
 

@@ -143,6 +143,17 @@ def add_review(repo: Repo, record: ReviewRecord) -> None:
     _write_note(repo, REVIEWS_REF, record.head, records)
 
 
+def drop_reviews(repo: Repo, commit: str) -> None:
+    """Remove ``commit``'s review note (its branch is being dropped: the reviews named that branch,
+    and a re-proposal may produce the very same commit under another name)."""
+    try:
+        note = repo.git.lookup_note(commit, REVIEWS_REF)
+    except KeyError:
+        return
+    sig = repo.signature()
+    note.remove(sig, sig, REVIEWS_REF)
+
+
 def reviews_of(repo: Repo, commit: str) -> list[ReviewRecord]:
     """The reviews of ``commit``, each validated; MalformedReviewError names the first bad one."""
     out = []

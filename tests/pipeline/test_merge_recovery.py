@@ -128,6 +128,21 @@ def test_the_branch_of_a_killed_run_is_dropped_and_its_evidence_proposed_again(s
     assert Repo(repo.root).dirty_paths() == [] and run_checks(Repo(repo.root)).ok
 
 
+def test_a_dropped_branch_takes_its_review_notes_with_it(sample_repo) -> None:
+    """A run killed after its review: the next proposal of the same evidence may be the very
+    same commit under another branch name, so the old notes (naming the old branch) must go."""
+    from pipeline.propose import drop_abandoned_branch
+    from pipeline.records import reviews_of
+
+    repo, _ = sample_repo
+    abandoned = propose(repo, for_run=True)
+    assert review_branch(repo, abandoned.branch).verdict == "approve"
+    assert [r.branch for r in reviews_of(repo, abandoned.head)] == [abandoned.branch]
+    assert drop_abandoned_branch(repo) == abandoned.branch
+    assert reviews_of(repo, abandoned.head) == []
+    assert abandoned.branch not in repo.git.branches.local
+
+
 def test_a_branch_left_for_a_human_or_by_a_plain_propose_is_kept(sample_repo) -> None:
     from pipeline.propose import OPEN_BRANCH, drop_abandoned_branch
     from pipeline.records import set_status
