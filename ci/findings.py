@@ -52,6 +52,8 @@ RuleId = Literal[
     "grounding.date",
     "grounding.number",
     "grounding.negation",
+    "conservation.dropped",
+    "replay.lost",
 ]
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pygit2
 
 from ci.findings import render_text, sort_findings
+from ci.rules import conservation, replay
 from ci.rules.grounding import check_page_grounding
 from ci.run import CheckReport, check_selection
 from ci.selection import plan_changed
@@ -38,4 +39,5 @@ def run_gate(view: Repo, base: pygit2.Commit) -> GateReport:
         page = snapshot.page(path)
         if isinstance(page, Page):
             findings.extend(check_page_grounding(snapshot, page))
+    findings.extend(conservation.check_change(view, snapshot, base) + replay.check_change(view, snapshot, base))
     return GateReport(sort_findings(findings), report.checked, changed_pages)
