@@ -41,7 +41,11 @@ def parse_replay(text: str) -> list[ReplayCase]:
     out = []
     for item in data if isinstance(data, list) else []:
         if isinstance(item, dict) and item.get("question") and (item.get("page") or item.get("fact")):
-            out.append(ReplayCase(str(item["question"]), str(item.get("principal") or "system"), str(item.get("page") or ""), str(item.get("fact") or "")))
+            out.append(
+                ReplayCase(
+                    str(item["question"]), str(item.get("principal") or "system"), str(item.get("page") or ""), str(item.get("fact") or "")
+                )
+            )
     return out
 
 

@@ -21,11 +21,10 @@ import pygit2
 from agents.family import check_distinct_families
 from agents.llm import Usage
 from agents.protocols import ProposalTask
-from kb.clock import compact_utc, iso_utc, today_utc
+from kb.clock import iso_utc, today_utc
 from kb.errors import ConflictError, UsageError
 from kb.evidence import ledger_at
 from kb.repo import Repo, diff_trees
-from kb.scopes import PAGE_FOLDERS
 from pipeline.backend import branch_backend
 from pipeline.consolidate.jobs import (
     JobResult,
@@ -196,7 +195,9 @@ def _record_batch(cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, Job
     """What the batch did, into the coverage record (pages and claims it looked at)."""
     batch["state"] = state
     batch["commit"] = commit
-    batch["found"] = [{"job": name, "kind": f.kind, "path": f.path, "detail": f.detail, "fixed": f.fixed} for name, r in jobs for f in r.found]
+    batch["found"] = [
+        {"job": name, "kind": f.kind, "path": f.path, "detail": f.detail, "fixed": f.fixed} for name, r in jobs for f in r.found
+    ]
     fixed_ok = state == "done"
     for _, result in jobs:
         for key, (action, reason) in result.claims.items():
@@ -261,8 +262,13 @@ def _propose_batch(
     root = batch.get("root") or root_of(batch["folder"] + "/x")
     allowed = (root + "/",)
     workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed)
-    cited = sorted({span.split("#")[0] for _, r in jobs for key in r.claims for span in [cycle["claims"].get(key, {}).get("cites", "")] if span})
-    trailers = trailers_for(tuple(cited), str(head.id), CONSOLIDATION_PROPOSER, 1) | {"Kb-Consolidation": cycle["cycle"], "Kb-Job": batch["id"]}
+    cited = sorted(
+        {span.split("#")[0] for _, r in jobs for key in r.claims for span in [cycle["claims"].get(key, {}).get("cites", "")] if span}
+    )
+    trailers = trailers_for(tuple(cited), str(head.id), CONSOLIDATION_PROPOSER, 1) | {
+        "Kb-Consolidation": cycle["cycle"],
+        "Kb-Job": batch["id"],
+    }
 
     def checkpoint(message: str) -> None:
         workspace.commit(message, trailers)
@@ -308,142 +314,162 @@ def _run_locked(
         raise ConflictError("the repository has no commits yet", hint="run `kb init` first")
     cycle = current_cycle(repo, head)
     if cycle is not None and cycle["status"] == "open":
-        if scope != "all" and scope != cycle["scope"]:
+        if scope not in ("all", cycle["scope"]):
             raise UsageError(
                 f"cycle {cycle['cycle']} (scope {cycle['scope']}) is still open: one cycle at a time",
                 hint="finish it with `kb consolidate` (see `kb consolidate status`)",
             )
     else:
         cycle = plan_cycle(repo, head, scope, batch_pages, iso_utc())
-        if plan_only:
-            return _plan_report(repo, cycle, head, today), False
-        commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: plan, {len(cycle['batches'])} batch(es)")
+        if not plan_only:
+            commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: plan, {len(cycle['batches'])} batch(es)")
     if plan_only:
         return _plan_report(repo, cycle, head, today), False
     agents = agents or make_agents(repo.config)
     check_distinct_families(CONSOLIDATION_PROPOSER.family, agents.reviewer.identity.family, repo.config.models.allow_same_family)
-    report = _report(cycle)
-    known = _known_branches(all_cycles(repo))
-    started = time.monotonic()
-    usage = Usage()
-    opened = pages_seen = 0
-    merged_any = False
+    run = _Run(repo, cycle, caps, agents, today, _known_branches(all_cycles(repo)), _report(cycle))
     for batch in cycle["batches"]:
         if batch["state"] in ("done", "declined"):
             continue
-        if opened >= caps.max_changes:
-            report.stopped = f"max_changes ({caps.max_changes}) reached"
+        run.report.stopped = run.cap_reached()
+        if run.report.stopped:
             break
-        if pages_seen >= caps.max_pages:
-            report.stopped = f"max_pages ({caps.max_pages}) reached"
-            break
-        if time.monotonic() - started > caps.max_seconds:
-            report.stopped = f"max_seconds ({caps.max_seconds:g}) reached"
-            break
-        if usage.cost_usd > caps.max_cost_usd:
-            report.stopped = f"max_cost_usd ({caps.max_cost_usd:g}) reached"
-            break
-        head = repo.head()
-        assert head is not None
-        if batch["state"] == "needs-human" and batch["branch"]:
-            _settle_human(repo, cycle, batch)
-            if batch["state"] == "needs-human":
-                continue
-            commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: {batch['id']} {batch['state']}")
-            continue
-        view = CommitView(repo, head)
-        jobs = run_jobs(view, batch, today)
-        changes: dict[str, str] = {}
-        for _, result in jobs:
-            changes.update(result.changes)
-        changes = {p: t for p, t in changes.items() if view.text(p) != t}
-        pages_seen += len(batch["pages"]) or len(view.files)
-        if not changes:
-            _record_batch(cycle, batch, jobs, str(head.id), "done")
-            report.batches_done.append(batch["id"])
-            commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: {batch['id']} verified, no change")
-            continue
-        branch = branch_for(batch, view, changes)
-        batch["branch"] = branch
-        if known.get(branch) in ("needs-human", "declined") and branch not in repo.git.branches.local:
-            _record_batch(cycle, batch, jobs, str(head.id), "declined")  # a person closed it: never reopened
-            report.batches_done.append(batch["id"])
-            commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: {batch['id']} declined earlier, not reopened")
-            continue
-        done = merged_as(repo, branch) if branch not in repo.git.branches.local else None
-        if done is None:
-            if branch in repo.git.branches.local:  # a run killed before review or merge: its status says which
-                tip = repo.git.branches.local[branch].peel(pygit2.Commit)
-                if status_of(repo, str(tip.id)) is not None:
-                    batch["state"] = "needs-human"
-                    report.needs_human.append(branch)
-                    continue
-                remove_workspace(repo, branch)
-                repo.git.branches.local.delete(branch)
-            root = batch.get("root") or root_of(batch["folder"] + "/x")
-            dropped = _dropped_spans(view, changes, root)
-            if dropped:
-                cycle["retired"] += [{"span": s, "reason": f"dropped by {batch['id']}", "batch": batch["id"]} for s in sorted(dropped)]
-                commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: {batch['id']} retires {len(dropped)} span(s)")
-                head = repo.head()
-                assert head is not None
-            opened += 1
-            _propose_batch(repo, cycle, batch, jobs, branch, head)
-            if _diff_lines(repo, head, branch) > caps.max_diff_lines:
-                tip = repo.git.branches.local[branch].peel(pygit2.Commit)
-                set_status(repo, str(tip.id), "needs-human", {"branch": branch, "reason": f"diff over max_diff_lines ({caps.max_diff_lines})"})
-                batch["state"] = "needs-human"
-                report.needs_human.append(branch)
-                commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: {batch['id']} left for a person (diff too large)")
-                continue
-            review = review_branch(repo, branch, 1, agents)
-            usage = usage + review.usage
-            if review.verdict != "approve":
-                tip = repo.git.branches.local[branch].peel(pygit2.Commit)
-                set_status(repo, str(tip.id), "needs-human", {"branch": branch, "reason": review.summary, "rounds": 1})
-                batch["state"] = "needs-human"
-                batch["found"] = [{"kind": "review", "path": c.path, "detail": c.message, "fixed": False} for c in review.comments]
-                report.needs_human.append(branch)
-                commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: {batch['id']} not approved, left for a person")
-                continue
-            done = merge_branch(repo, branch, build_index=False)
-        merged_any = True
-        report.merged.append(branch)
-        _record_batch(cycle, batch, jobs, done.commit, "done")
-        report.batches_done.append(batch["id"])
-        commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: {batch['id']} merged")
+        run.batch(batch)
     _finish(repo, cycle)
     final = _report(cycle)
     final.batches_done, final.merged, final.needs_human, final.stopped = (
-        report.batches_done,
-        report.merged,
-        report.needs_human,
-        report.stopped,
+        run.report.batches_done,
+        run.report.merged,
+        run.report.needs_human,
+        run.report.stopped,
     )
     final.found = [f for b in cycle["batches"] for f in b["found"]]
-    return final, merged_any
+    return final, bool(run.report.merged)
+
+
+@dataclass
+class _Run:
+    """One invocation's pass over the cycle's batches, with its caps."""
+
+    repo: Repo
+    cycle: Cycle
+    caps: Caps
+    agents: Agents
+    today: str
+    known: dict[str, str]
+    report: RunReport
+    started: float = field(default_factory=time.monotonic)
+    usage: Usage = field(default_factory=Usage)
+    opened: int = 0
+    pages_seen: int = 0
+
+    def cap_reached(self) -> str:
+        caps = self.caps
+        if self.opened >= caps.max_changes:
+            return f"max_changes ({caps.max_changes}) reached"
+        if self.pages_seen >= caps.max_pages:
+            return f"max_pages ({caps.max_pages}) reached"
+        if time.monotonic() - self.started > caps.max_seconds:
+            return f"max_seconds ({caps.max_seconds:g}) reached"
+        if self.usage.cost_usd > caps.max_cost_usd:
+            return f"max_cost_usd ({caps.max_cost_usd:g}) reached"
+        return ""
+
+    def record(self, batch: dict[str, Any], what: str) -> None:
+        commit_record(self.repo, self.cycle, f"Consolidation {self.cycle['cycle']}: {batch['id']} {what}")
+
+    def leave(self, batch: dict[str, Any], branch: str, reason: str, found: list[dict[str, Any]] | None = None) -> None:
+        tip = self.repo.git.branches.local[branch].peel(pygit2.Commit)
+        set_status(self.repo, str(tip.id), "needs-human", {"branch": branch, "reason": reason, "rounds": 1})
+        batch["state"] = "needs-human"
+        if found is not None:
+            batch["found"] = found
+        self.report.needs_human.append(branch)
+        self.record(batch, f"left for a person: {reason}")
+
+    def batch(self, batch: dict[str, Any]) -> None:
+        repo, cycle = self.repo, self.cycle
+        if batch["state"] == "needs-human" and batch["branch"]:
+            _settle_human(repo, cycle, batch)
+            if batch["state"] != "needs-human":
+                self.record(batch, batch["state"])
+            return
+        head = repo.head()
+        assert head is not None
+        view = CommitView(repo, head)
+        jobs = run_jobs(view, batch, self.today)
+        changes = {p: t for _, r in jobs for p, t in r.changes.items()}
+        changes = {p: t for p, t in changes.items() if view.text(p) != t}
+        self.pages_seen += len(batch["pages"]) or len(view.files)
+        if not changes:
+            _record_batch(cycle, batch, jobs, str(head.id), "done")
+            self.report.batches_done.append(batch["id"])
+            self.record(batch, "verified, no change")
+            return
+        branch = batch["branch"] = branch_for(batch, view, changes)
+        if self.known.get(branch) in ("needs-human", "declined") and branch not in repo.git.branches.local:
+            _record_batch(cycle, batch, jobs, str(head.id), "declined")  # a person closed it: never reopened
+            self.report.batches_done.append(batch["id"])
+            self.record(batch, "declined earlier, not reopened")
+            return
+        done = merged_as(repo, branch) if branch not in repo.git.branches.local else None
+        if done is None:
+            if branch in repo.git.branches.local:  # proposed by a run that was killed: left for a person, or redone
+                tip = repo.git.branches.local[branch].peel(pygit2.Commit)
+                if status_of(repo, str(tip.id)) is not None:
+                    batch["state"] = "needs-human"
+                    self.report.needs_human.append(branch)
+                    return
+                remove_workspace(repo, branch)
+                repo.git.branches.local.delete(branch)
+            head = self._retire_dropped(batch, view, changes) or head
+            self.opened += 1
+            _propose_batch(repo, cycle, batch, jobs, branch, head)
+            if _diff_lines(repo, head, branch) > self.caps.max_diff_lines:
+                self.leave(batch, branch, f"diff over max_diff_lines ({self.caps.max_diff_lines})")
+                return
+            review = review_branch(repo, branch, 1, self.agents)
+            self.usage = self.usage + review.usage
+            if review.verdict != "approve":
+                found = [{"kind": "review", "path": c.path, "detail": c.message, "fixed": False} for c in review.comments]
+                self.leave(batch, branch, review.summary, found)
+                return
+            done = merge_branch(repo, branch, build_index=False)
+        self.report.merged.append(branch)
+        _record_batch(cycle, batch, jobs, done.commit, "done")
+        self.report.batches_done.append(batch["id"])
+        self.record(batch, "merged")
+
+    def _retire_dropped(self, batch: dict[str, Any], view: CommitView, changes: dict[str, str]) -> pygit2.Commit | None:
+        """Spans the change would leave uncited are listed as retired, with the reason, before the
+        branch is opened (the conservation rule reads the record on the branch)."""
+        root = batch.get("root") or root_of(batch["folder"] + "/x")
+        dropped = _dropped_spans(view, changes, root)
+        if not dropped:
+            return None
+        self.cycle["retired"] += [
+            {"span": s, "reason": f"no longer cited after {batch['id']}", "batch": batch["id"]} for s in sorted(dropped)
+        ]
+        self.record(batch, f"retires {len(dropped)} span(s)")
+        return self.repo.head()
 
 
 def _settle_human(repo: Repo, cycle: Cycle, batch: dict[str, Any]) -> None:
-    """A branch left for a person: merged by them (done), deleted by them (declined), or open."""
+    """A branch left for a person: merged by them (done), deleted by them (declined: its pages
+    and claims are kept as they are, and the branch is never reopened), or still open."""
     branch = batch["branch"]
     if branch in repo.git.branches.local:
         return
     done = merged_as(repo, branch)
-    if done is not None:
-        batch["state"] = "done"
-        batch["commit"] = done.commit
-        for path in batch["pages"]:
-            if path in cycle["pages"]:
-                _set_action(cycle["pages"][path], "changed", done.commit)
-    else:
-        batch["state"] = "declined"
-    for path in batch["pages"]:
-        for key, entry in [(p, cycle["pages"][p]) for p in [path] if p in cycle["pages"]] + [
-            (k, e) for k, e in cycle["claims"].items() if k.rsplit("#", 1)[0] == path
-        ]:
-            del key
-            _set_action(entry, "kept", str(batch.get("commit") or cycle["base"]))
+    batch["state"] = "done" if done is not None else "declined"
+    commit = done.commit if done is not None else str(batch.get("commit") or cycle["base"])
+    batch["commit"] = commit
+    paths = set(batch["pages"]) or {p for p in cycle["pages"] if root_of(p) == batch.get("root")}
+    for path in paths & set(cycle["pages"]):
+        _set_action(cycle["pages"][path], "changed" if done is not None else "kept", commit)
+    for key, entry in cycle["claims"].items():
+        if key.rsplit("#", 1)[0] in paths:
+            _set_action(entry, "kept", commit)
 
 
 def _finish(repo: Repo, cycle: Cycle) -> None:
@@ -532,6 +558,3 @@ def needed(repo: Repo, now: dt.datetime | None = None) -> list[str]:
     if limits.days and days >= limits.days:
         reasons.append(f"{days} day(s) since the last cycle (threshold {limits.days})")
     return reasons
-
-
-__all__ = ["PAGE_FOLDERS", "compact_utc", "cycle_status", "needed", "run_consolidation"]

@@ -177,13 +177,21 @@ def repair_links(texts: Texts, paths: Iterable[str], all_ids: set[str]) -> JobRe
                 result.found.append(Found("link", path, f"[[{target}]] pointed nowhere; retargeted to [[{candidates[0]}]]"))
             else:
                 pattern = re.compile(re.escape(old) + r"(?:\|([^\]\n]*))?\]\]")
-                plain = target.rsplit("/", 1)[-1].replace("-", " ")
-                body = pattern.sub(lambda m, plain=plain: m.group(1) or plain, body, count=1)
+                body = pattern.sub(_unlinked(target.rsplit("/", 1)[-1].replace("-", " ")), body, count=1)
                 result.found.append(Found("link", path, f"[[{target}]] pointed nowhere; unlinked ({len(candidates)} candidate pages)"))
         if body != page.body:
             result.changes[path] = _set_page(page, body=body)
             result.pages[path] = "changed"
     return result
+
+
+def _unlinked(plain: str) -> Callable[[re.Match[str]], str]:
+    """A dead wikilink becomes its label, or its target's name, as plain text."""
+
+    def replace(match: re.Match[str]) -> str:
+        return match.group(1) or plain
+
+    return replace
 
 
 # ---- retirement --------------------------------------------------------------------------
@@ -204,7 +212,7 @@ def _history_insert(body: str, lines: list[str]) -> str:
             end += 1
         while end > heading + 1 and not rows[end - 1].strip():
             end -= 1
-        rows[end:end] = (lines if rows[end - 1].strip() != "## History" else ["", *lines])
+        rows[end:end] = lines if rows[end - 1].strip() != "## History" else ["", *lines]
     return "\n".join(rows) + "\n"
 
 
@@ -302,7 +310,9 @@ def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40) -> JobRe
             if _section_of_line(page, c.line) not in ("History", "Overview") or _section_of_line(page, c.line) == ""
         ]
         if not current:
-            result.found.append(Found("l0", path, f"L0 names {', '.join(missing)}, absent from the page; no current claim to rewrite it from", False))
+            result.found.append(
+                Found("l0", path, f"L0 names {', '.join(missing)}, absent from the page; no current claim to rewrite it from", False)
+            )
             continue
         words = f"{page.title}: {current[0]}".split()
         summary = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
@@ -500,7 +510,12 @@ def merge_duplicates(texts: Texts, paths: Iterable[str], today: str) -> JobResul
             cite = next(c for c in pages[item.path].structure.citations if c.label == item.label)
             label = _next_label(bodies[canonical])
             bodies[canonical] = bodies[canonical].replace(f"[^{keep.label}]", f"[^{keep.label}][^{label}]", 1)
-            bodies[canonical] = bodies[canonical].rstrip("\n") + "\n" + format_citation(label, cite.evidence_id or "", cite.start, cite.end, cite.quote) + "\n"
+            bodies[canonical] = (
+                bodies[canonical].rstrip("\n")
+                + "\n"
+                + format_citation(label, cite.evidence_id or "", cite.start, cite.end, cite.quote)
+                + "\n"
+            )
             metas[canonical]["sources"] = sorted(set(metas[canonical].get("sources") or []) | {cite.evidence_id or ""})
         result.claims.setdefault(claim_key(keep.path, keep.label), ("verified", ""))
     for path, items in sorted(removals.items()):
@@ -612,12 +627,12 @@ def qualify_conflicts(texts: Texts, paths: Iterable[str]) -> JobResult:
     metas = {p.path: dict(p.meta) for p in pages}
     bodies = {p.path: p.body for p in pages}
     for group in current_conflicts(pages):
-        conditions = {}
+        conditions: dict[_Fact, str | None] = {}
         for fact in group:
             line = _fact_line(texts, fact.source)
             own = _conditions(line, fact.value) if line else set()
-            others = set().union(*[_conditions(_fact_line(texts, o.source) or "", o.value) for o in group if o is not fact])
-            distinct = sorted(own - others)
+            theirs: set[str] = set().union(*[_conditions(_fact_line(texts, o.source) or "", o.value) for o in group if o is not fact])
+            distinct = sorted(own - theirs)
             conditions[fact] = distinct[0] if distinct else None
         facts_of = {f.path: [dict(x) for x in metas[f.path].get("facts") or []] for f in group}
         if all(conditions.values()):
@@ -657,5 +672,3 @@ def qualify_conflicts(texts: Texts, paths: Iterable[str]) -> JobResult:
             result.changes[page.path] = render_page(metas[page.path], bodies[page.path])
     return result
 
-
-JobFn = Callable[[Texts], JobResult]

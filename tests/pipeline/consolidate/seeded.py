@@ -67,7 +67,7 @@ def body(title: str, claims: list[str], ev: str, extra: str = "") -> str:
 def seed(root: Path, replay: str | None = REPLAY) -> tuple[Repo, str]:
     repo = make_repo(root)
     ev = add_evidence(repo, HANDBOOK.encode(), "handbook.md", "document")
-    L = line_of  # noqa: N806
+    L = line_of
 
     def fact(key: str, value: str, text: str, label: str, **more: str) -> dict[str, str]:
         return {"key": key, "value": value, "source": f"{ev}#L{L(text)}", "label": label, **more}
@@ -83,7 +83,12 @@ def seed(root: Path, replay: str | None = REPLAY) -> tuple[Repo, str]:
             "Berlin team",
             "Maria Lopez leads the Berlin team.",
             [LINES[10], LINES[11]],
-            {"facts": [fact("berlin-lead", "Maria Lopez", LINES[10], "1", valid_to="2024-03-31"), fact("berlin-lead", "Jonas Weber", LINES[11], "2")]},
+            {
+                "facts": [
+                    fact("berlin-lead", "Maria Lopez", LINES[10], "1", valid_to="2024-03-31"),
+                    fact("berlin-lead", "Jonas Weber", LINES[11], "2"),
+                ]
+            },
         ),
     }
     files: dict[str, str] = {}
@@ -108,7 +113,9 @@ def seed(root: Path, replay: str | None = REPLAY) -> tuple[Repo, str]:
     summaries[f"{FOLDER}/contact"] = "How to reach support."
     listed = {k: v for k, v in summaries.items() if k != f"{FOLDER}/office-notes"}  # a page missing from its index
     files[f"{FOLDER}/index.md"] = index_text(FOLDER, "Policies", "Company policies.", "system", listed)
-    files["knowledge/index.md"] = index_text("knowledge", "Knowledge", "Entry page of the shared knowledge.", "system", {f"{FOLDER}/index": "Company policies."})
+    files["knowledge/index.md"] = index_text(
+        "knowledge", "Knowledge", "Entry page of the shared knowledge.", "system", {f"{FOLDER}/index": "Company policies."}
+    )
     if replay is not None:
         files["consolidation/replay.yaml"] = replay
     commit(repo, files, "seed pages with known defects")
