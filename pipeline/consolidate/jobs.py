@@ -671,4 +671,3 @@ def qualify_conflicts(texts: Texts, paths: Iterable[str]) -> JobResult:
         if metas[page.path] != page.meta or bodies[page.path] != page.body:
             result.changes[page.path] = render_page(metas[page.path], bodies[page.path])
     return result
-
