@@ -20,6 +20,7 @@ _ = _Used()
 _._root  # kb/cli/app.py: the callback that takes the global --repo option
 _.eval_retrieval  # kb/cli/evaluate.py: `kb eval retrieval`
 _.list_items  # kb/cli/evidence.py: `kb evidence list`
+_.consolidate  # kb/cli/consolidate.py: `kb consolidate`, the group's callback
 
 # pydantic reads these: model configuration and validators registered by decorator.
 _.model_config  # agents/schemas.py, agents/tools.py, kb/config.py, pipeline/eval/judge.py

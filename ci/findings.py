@@ -63,6 +63,8 @@ RuleId = Literal[
     "grounding.closed-fact",
     "grounding.branch-evidence",
     "grounding.instruction",
+    "conservation.dropped",
+    "replay.lost",
 ]
 
 

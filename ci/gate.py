@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pygit2
 
 from ci.findings import render_text, sort_findings
+from ci.rules import conservation, replay
 from ci.rules.grounding import check_page_grounding
 from ci.rules.page_grounding import check_page_facts
 from ci.run import CheckReport, check_selection
@@ -47,6 +48,7 @@ def run_gate(view: Repo, base: pygit2.Commit) -> GateReport:
         if isinstance(page, Page):
             findings.extend(check_page_grounding(snapshot, page))
             findings.extend(check_page_facts(snapshot, page, base_evidence))
+    findings.extend(conservation.check_change(view, snapshot, base) + replay.check_change(view, snapshot, base))
     return GateReport(sort_findings(findings), report.checked, changed_pages)
 
 

@@ -125,6 +125,27 @@ class Secrets(_Strict):
         return allow
 
 
+class IfNeeded(_Strict):
+    """When ``kb consolidate --if-needed`` starts a cycle: any one threshold passed (0 turns one off)."""
+
+    new_evidence: int = Field(50, ge=0)  # evidence items added since the last cycle's base
+    open_conflicts: int = Field(1, ge=0)  # contradicting current facts
+    replay_drop: float = Field(0.0, ge=0, le=1)  # fall of the replay score since the last cycle, above this
+    days: int = Field(30, ge=0)  # days since the last cycle started
+
+
+class Consolidation(_Strict):
+    """Caps of one ``kb consolidate`` run and the ``--if-needed`` thresholds (docs/consolidation.md)."""
+
+    batch_pages: int = Field(50, ge=1)  # pages of one folder batch (one branch)
+    max_changes: int = Field(20, ge=1)  # branches proposed per run
+    max_pages: int = Field(5000, ge=1)  # pages looked at per run
+    max_diff_lines: int = Field(2000, ge=1)  # a bigger branch is left for a person
+    max_cost_usd: float = Field(1.0, ge=0)  # model reviews per run
+    max_seconds: float = Field(3600.0, gt=0)  # no new batch starts after this
+    if_needed: IfNeeded = IfNeeded()
+
+
 class Config(_Strict):
     version: Literal[1]
     name: str = "kb"
@@ -132,6 +153,7 @@ class Config(_Strict):
     retrieval: Retrieval = Retrieval()
     models: Models = Models()
     loop: Loop = Loop()
+    consolidation: Consolidation = Consolidation()
     # How long a writing command waits for another one holding the repository lock (seconds).
     lock_wait_s: float = Field(300.0, ge=0, le=86_400)
     secrets: Secrets = Secrets()

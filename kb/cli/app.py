@@ -18,6 +18,7 @@ from typer import TyperException
 
 from kb.cli import evaluate, forget, loop, memory, reading, repository
 from kb.cli.common import LockWaitOpt, RepoOpt, set_command_label, set_lock_wait, set_repo_option
+from kb.cli.consolidate import consolidate_app
 from kb.cli.evidence import evidence_app
 from kb.cli.index import index_app
 from kb.clock import compact_utc
@@ -110,6 +111,7 @@ app.command("keygen")(loop.keygen)
 app.add_typer(memory.memory_app, name="memory")
 app.add_typer(evaluate.eval_app, name="eval")
 app.command("forget")(forget.forget)
+app.add_typer(consolidate_app, name="consolidate")
 
 
 def _crash_log(exc: BaseException) -> Path:

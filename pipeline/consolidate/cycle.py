@@ -1,0 +1,560 @@
+"""One consolidation cycle: plan, batches, branches through review and merge, coverage, resume.
+
+``plan_cycle`` is pure (a commit in, a plan out). ``run_consolidation`` holds the repository
+write lock for the whole run; for each batch still to do it runs the jobs on main's current
+head, and when they change anything proposes the change on a branch named from a hash of the
+job's inputs, has it reviewed (``pipeline.review``) and merged (``pipeline.merge``), then records
+the outcome in the coverage record. A run stops at the caps and the next run resumes from the
+record; a cycle is complete when every batch is done and coverage is 100%.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pygit2
+
+from agents.family import check_distinct_families
+from agents.llm import Usage
+from agents.protocols import ProposalTask
+from kb.clock import iso_utc, today_utc
+from kb.errors import ConflictError, UsageError
+from kb.evidence import ledger_at
+from kb.repo import Repo, diff_trees
+from pipeline.backend import branch_backend
+from pipeline.consolidate.jobs import (
+    JobResult,
+    current_conflicts,
+    merge_duplicates,
+    qualify_conflicts,
+    regenerate_index,
+    regrounding,
+    repair_links,
+    retire_expired,
+    rewrite_l0,
+)
+from pipeline.consolidate.proposer import CONSOLIDATION_PROPOSER, ConsolidationProposer
+from pipeline.consolidate.record import Cycle, all_cycles, commit_record, coverage, current_cycle
+from pipeline.consolidate.view import CommitView, Texts, folder_of, root_of, span_key
+from pipeline.merge import merge_branch, merged_as
+from pipeline.propose import trailers_for
+from pipeline.records import set_status, status_of
+from pipeline.review import review_branch
+from pipeline.roles import Agents, make_agents
+from pipeline.workspace import BRANCH_PREFIX, open_workspace, remove_workspace
+
+JOBS_VERSION = "1"  # part of every branch name: new job logic may propose again on the same pages
+ACTION_RANK = {"pending": 0, "verified": 1, "kept": 2, "changed": 3, "qualified": 4, "disputed": 5, "merged": 6, "retired": 7}
+
+
+def scope_roots(scope: str, view: CommitView) -> list[str]:
+    """``all``, ``knowledge`` or ``users/<id>`` -> the scope roots it names (that have pages)."""
+    roots = sorted({root_of(p) for p in view.files})
+    if scope == "all":
+        return roots
+    if scope == "knowledge" or (scope.startswith("users/") and scope.count("/") == 1 and len(scope) > 6):
+        if scope not in roots:
+            raise UsageError(f"scope {scope!r} has no pages", hint=f"scopes with pages: all, {', '.join(roots)}")
+        return [scope]
+    raise UsageError(f"invalid scope {scope!r}", hint="use all, knowledge, or users/<id>")
+
+
+def plan_cycle(repo: Repo, head: pygit2.Commit, scope: str, batch_pages: int, started: str) -> Cycle:
+    """The plan and the empty coverage record of a new cycle from ``head``."""
+    view = CommitView(repo, head)
+    roots = scope_roots(scope, view)
+    in_scope = [p for p in sorted(view.files) if root_of(p) in roots]
+    folders: dict[str, list[str]] = {}
+    for path in in_scope:
+        folders.setdefault(folder_of(path), []).append(path)
+    batches: list[dict[str, Any]] = []
+    for folder, paths in sorted(folders.items()):
+        for n in range(0, len(paths), batch_pages):
+            chunk = paths[n : n + batch_pages]
+            batches.append({"id": f"pages:{folder}:{n // batch_pages + 1}", "kind": "pages", "folder": folder, "pages": chunk})
+    for root in roots:
+        batches.append({"id": f"duplicates:{root}", "kind": "duplicates", "root": root, "pages": []})
+        batches.append({"id": f"conflicts:{root}", "kind": "conflicts", "root": root, "pages": []})
+    for batch in batches:
+        batch |= {"state": "pending", "branch": None, "commit": None, "found": []}
+    pages: dict[str, dict[str, Any]] = {}
+    claims: dict[str, dict[str, Any]] = {}
+    for path in in_scope:
+        pages[path] = {"action": "pending", "commit": None}
+        page = view.page(path)
+        if page is None:
+            continue
+        cites = {c.label: c for c in page.structure.citations if c.evidence_id}
+        for claim in page.structure.claims:
+            for label in claim.labels:
+                cite = cites.get(label)
+                span = span_key(cite.evidence_id or "", cite.start, cite.end) if cite else ""
+                claims[f"{path}#{label}"] = {"action": "pending", "commit": None, "cites": span}
+    cycle_id = f"{started[:10]}-{hashlib.sha256((str(head.id) + scope).encode()).hexdigest()[:8]}"
+    ledger = ledger_at(repo, head)
+    return {
+        "cycle": cycle_id,
+        "base": str(head.id),
+        "scope": scope,
+        "started_at": started,
+        "finished_at": None,
+        "status": "open",
+        "evidence_count": len(ledger),
+        "batch_pages": batch_pages,
+        "batches": batches,
+        "pages": pages,
+        "claims": claims,
+        "retired": [],
+        "replay": None,
+    }
+
+
+def run_jobs(view: CommitView, batch: dict[str, Any], today: str) -> list[tuple[str, JobResult]]:
+    """The batch's jobs in order on ``view``, each seeing the texts the ones before it wrote."""
+    texts = Texts(view)
+    out: list[tuple[str, JobResult]] = []
+
+    def run(name: str, result: JobResult) -> None:
+        texts.edits.update(result.changes)
+        out.append((name, result))
+
+    if batch["kind"] == "pages":
+        paths = [p for p in batch["pages"] if p in view.files]
+        run("re-verification", regrounding(texts, paths))
+        run("links", repair_links(texts, paths, view.ids))
+        run("retirement", retire_expired(texts, paths, today))
+        run("summaries", rewrite_l0(texts, paths))
+        if f"{batch['folder']}/index.md" in view.files:
+            run("index", regenerate_index(texts, batch["folder"]))
+    else:
+        paths = [p for p in sorted(view.files) if root_of(p) == batch["root"]]
+        if batch["kind"] == "duplicates":
+            run("dedupe", merge_duplicates(texts, paths, today))
+        else:
+            run("conflicts", qualify_conflicts(texts, paths))
+    return out
+
+
+def branch_for(batch: dict[str, Any], view: CommitView, changes: dict[str, str]) -> str:
+    """A name from a hash of the job's inputs (the batch, its pages' blobs, what it would write):
+    the same inputs give the same branch, so a rerun never opens a second one."""
+    digest = hashlib.sha256()
+    digest.update(f"{JOBS_VERSION}\n{batch['id']}\n".encode())
+    for path in sorted(set(batch["pages"]) | set(changes)):
+        digest.update(f"{path} {view.files.get(path, '')}\n".encode())
+    for path, text in sorted(changes.items()):
+        digest.update(f"{path}\n{text}\n".encode())
+    kind = batch["kind"]
+    return f"{BRANCH_PREFIX}consolidate-{kind}-{digest.hexdigest()[:12]}"
+
+
+@dataclass
+class RunReport:
+    cycle: str
+    status: str  # open | complete | nothing-to-do | plan
+    covered: int
+    total: int
+    batches_done: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    needs_human: list[str] = field(default_factory=list)
+    found: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = ""
+    plan: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 if self.total == 0 else round(100.0 * self.covered / self.total, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cycle": self.cycle,
+            "status": self.status,
+            "coverage": {"covered": self.covered, "total": self.total, "percent": self.percent},
+            "batches_done": self.batches_done,
+            "merged": self.merged,
+            "needs_human": self.needs_human,
+            "found": self.found,
+            "stopped": self.stopped,
+            "plan": self.plan,
+        }
+
+
+def _set_action(entry: dict[str, Any], action: str, commit: str, reason: str = "") -> None:
+    if ACTION_RANK[action] >= ACTION_RANK[entry["action"]] or entry["action"] == "pending":
+        entry["action"] = action
+        entry["commit"] = commit
+        if reason:
+            entry["reason"] = reason
+
+
+def _record_batch(cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], commit: str, state: str) -> None:
+    """What the batch did, into the coverage record (pages and claims it looked at)."""
+    batch["state"] = state
+    batch["commit"] = commit
+    batch["found"] = [
+        {"job": name, "kind": f.kind, "path": f.path, "detail": f.detail, "fixed": f.fixed} for name, r in jobs for f in r.found
+    ]
+    fixed_ok = state == "done"
+    for _, result in jobs:
+        for key, (action, reason) in result.claims.items():
+            if key in cycle["claims"]:
+                _set_action(cycle["claims"][key], action if fixed_ok else "kept", commit, reason)
+        for path, action in result.pages.items():
+            if path in cycle["pages"]:
+                _set_action(cycle["pages"][path], action if fixed_ok else "kept", commit)
+    if batch["kind"] == "pages":
+        for path in batch["pages"]:
+            if path in cycle["pages"]:
+                _set_action(cycle["pages"][path], "verified", commit)
+            for key, entry in cycle["claims"].items():
+                if key.rsplit("#", 1)[0] == path:
+                    _set_action(entry, "verified", commit)
+
+
+def _known_branches(cycles: list[Cycle]) -> dict[str, str]:
+    """Every branch a cycle opened -> its last recorded state."""
+    out: dict[str, str] = {}
+    for cycle in sorted(cycles, key=lambda c: c["started_at"]):
+        for batch in cycle["batches"]:
+            if batch.get("branch"):
+                out[batch["branch"]] = batch["state"]
+    return out
+
+
+def _dropped_spans(view: CommitView, changes: dict[str, str], root: str) -> set[str]:
+    """Spans cited in ``root`` before the change and by no page after it."""
+    texts = Texts(view, dict(changes))
+    before: set[str] = set()
+    after: set[str] = set()
+    for path in view.files:
+        if root_of(path) != root:
+            continue
+        old = view.page(path)
+        new = texts.page(path)
+        for page, into in ((old, before), (new, after)):
+            if page is not None:
+                into.update(span_key(c.evidence_id, c.start, c.end) for c in page.structure.citations if c.evidence_id)
+    return before - after
+
+
+@dataclass
+class Caps:
+    max_changes: int
+    max_pages: int
+    max_diff_lines: int
+    max_cost_usd: float
+    max_seconds: float
+
+
+def _diff_lines(repo: Repo, base: pygit2.Commit, branch: str) -> int:
+    head = repo.git.branches.local[branch].peel(pygit2.Commit)
+    stats = diff_trees(base.tree, head.tree).stats
+    return int(stats.insertions + stats.deletions)
+
+
+def _propose_batch(
+    repo: Repo, cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], branch: str, head: pygit2.Commit
+) -> None:
+    root = batch.get("root") or root_of(batch["folder"] + "/x")
+    allowed = (root + "/",)
+    workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed)
+    cited = sorted(
+        {span.split("#")[0] for _, r in jobs for key in r.claims for span in [cycle["claims"].get(key, {}).get("cites", "")] if span}
+    )
+    trailers = trailers_for(tuple(cited), str(head.id), CONSOLIDATION_PROPOSER, 1) | {
+        "Kb-Consolidation": cycle["cycle"],
+        "Kb-Job": batch["id"],
+    }
+
+    def checkpoint(message: str) -> None:
+        workspace.commit(message, trailers)
+
+    proposer = ConsolidationProposer(jobs, checkpoint)
+    proposer.propose(ProposalTask((), allowed), branch_backend(workspace, head))
+
+
+def run_consolidation(
+    repo: Repo,
+    scope: str = "all",
+    batch_pages: int | None = None,
+    max_changes: int | None = None,
+    plan_only: bool = False,
+    today: str | None = None,
+    agents: Agents | None = None,
+    build_index: bool = True,
+) -> RunReport:
+    """Start or resume the repository's cycle and run its batches up to the caps."""
+    config = repo.config.consolidation
+    caps = Caps(max_changes or config.max_changes, config.max_pages, config.max_diff_lines, config.max_cost_usd, config.max_seconds)
+    today = today or today_utc()
+    merged_any = False
+    with repo.write_lock():
+        report, merged_any = _run_locked(repo, scope, batch_pages or config.batch_pages, caps, plan_only, today, agents)
+    if build_index and merged_any:
+        from kb.retrieval.build import build_index as build
+
+        build(repo)
+    return report
+
+
+def _report(cycle: Cycle, status: str | None = None) -> RunReport:
+    covered, total = coverage(cycle)
+    return RunReport(cycle["cycle"], status or cycle["status"], covered, total)
+
+
+def _run_locked(
+    repo: Repo, scope: str, batch_pages: int, caps: Caps, plan_only: bool, today: str, agents: Agents | None
+) -> tuple[RunReport, bool]:
+    head = repo.head()
+    if head is None:
+        raise ConflictError("the repository has no commits yet", hint="run `kb init` first")
+    cycle = current_cycle(repo, head)
+    if cycle is not None and cycle["status"] == "open":
+        if scope not in ("all", cycle["scope"]):
+            raise UsageError(
+                f"cycle {cycle['cycle']} (scope {cycle['scope']}) is still open: one cycle at a time",
+                hint="finish it with `kb consolidate` (see `kb consolidate status`)",
+            )
+    else:
+        cycle = plan_cycle(repo, head, scope, batch_pages, iso_utc())
+        if not plan_only:
+            commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: plan, {len(cycle['batches'])} batch(es)")
+    if plan_only:
+        return _plan_report(repo, cycle, head, today), False
+    agents = agents or make_agents(repo.config)
+    check_distinct_families(CONSOLIDATION_PROPOSER.family, agents.reviewer.identity.family, repo.config.models.allow_same_family)
+    run = _Run(repo, cycle, caps, agents, today, _known_branches(all_cycles(repo)), _report(cycle))
+    for batch in cycle["batches"]:
+        if batch["state"] in ("done", "declined"):
+            continue
+        run.report.stopped = run.cap_reached()
+        if run.report.stopped:
+            break
+        run.batch(batch)
+    _finish(repo, cycle)
+    final = _report(cycle)
+    final.batches_done, final.merged, final.needs_human, final.stopped = (
+        run.report.batches_done,
+        run.report.merged,
+        run.report.needs_human,
+        run.report.stopped,
+    )
+    final.found = [f for b in cycle["batches"] for f in b["found"]]
+    return final, bool(run.report.merged)
+
+
+@dataclass
+class _Run:
+    """One invocation's pass over the cycle's batches, with its caps."""
+
+    repo: Repo
+    cycle: Cycle
+    caps: Caps
+    agents: Agents
+    today: str
+    known: dict[str, str]
+    report: RunReport
+    started: float = field(default_factory=time.monotonic)
+    usage: Usage = field(default_factory=Usage)
+    opened: int = 0
+    pages_seen: int = 0
+
+    def cap_reached(self) -> str:
+        caps = self.caps
+        if self.opened >= caps.max_changes:
+            return f"max_changes ({caps.max_changes}) reached"
+        if self.pages_seen >= caps.max_pages:
+            return f"max_pages ({caps.max_pages}) reached"
+        if time.monotonic() - self.started > caps.max_seconds:
+            return f"max_seconds ({caps.max_seconds:g}) reached"
+        if self.usage.cost_usd > caps.max_cost_usd:
+            return f"max_cost_usd ({caps.max_cost_usd:g}) reached"
+        return ""
+
+    def record(self, batch: dict[str, Any], what: str) -> None:
+        commit_record(self.repo, self.cycle, f"Consolidation {self.cycle['cycle']}: {batch['id']} {what}")
+
+    def leave(self, batch: dict[str, Any], branch: str, reason: str, found: list[dict[str, Any]] | None = None) -> None:
+        tip = self.repo.git.branches.local[branch].peel(pygit2.Commit)
+        set_status(self.repo, str(tip.id), "needs-human", {"branch": branch, "reason": reason, "rounds": 1})
+        batch["state"] = "needs-human"
+        if found is not None:
+            batch["found"] = found
+        self.report.needs_human.append(branch)
+        self.record(batch, f"left for a person: {reason}")
+
+    def batch(self, batch: dict[str, Any]) -> None:
+        repo, cycle = self.repo, self.cycle
+        if batch["state"] == "needs-human" and batch["branch"]:
+            _settle_human(repo, cycle, batch)
+            if batch["state"] != "needs-human":
+                self.record(batch, batch["state"])
+            return
+        head = repo.head()
+        assert head is not None
+        view = CommitView(repo, head)
+        jobs = run_jobs(view, batch, self.today)
+        changes = {p: t for _, r in jobs for p, t in r.changes.items()}
+        changes = {p: t for p, t in changes.items() if view.text(p) != t}
+        self.pages_seen += len(batch["pages"]) or len(view.files)
+        if not changes:
+            _record_batch(cycle, batch, jobs, str(head.id), "done")
+            self.report.batches_done.append(batch["id"])
+            self.record(batch, "verified, no change")
+            return
+        branch = batch["branch"] = branch_for(batch, view, changes)
+        if self.known.get(branch) in ("needs-human", "declined") and branch not in repo.git.branches.local:
+            _record_batch(cycle, batch, jobs, str(head.id), "declined")  # a person closed it: never reopened
+            self.report.batches_done.append(batch["id"])
+            self.record(batch, "declined earlier, not reopened")
+            return
+        done = merged_as(repo, branch) if branch not in repo.git.branches.local else None
+        if done is None:
+            if branch in repo.git.branches.local:  # proposed by a run that was killed: left for a person, or redone
+                tip = repo.git.branches.local[branch].peel(pygit2.Commit)
+                if status_of(repo, str(tip.id)) is not None:
+                    batch["state"] = "needs-human"
+                    self.report.needs_human.append(branch)
+                    return
+                remove_workspace(repo, branch)
+                repo.git.branches.local.delete(branch)
+            head = self._retire_dropped(batch, view, changes) or head
+            self.opened += 1
+            _propose_batch(repo, cycle, batch, jobs, branch, head)
+            if _diff_lines(repo, head, branch) > self.caps.max_diff_lines:
+                self.leave(batch, branch, f"diff over max_diff_lines ({self.caps.max_diff_lines})")
+                return
+            review = review_branch(repo, branch, 1, self.agents)
+            self.usage = self.usage + review.usage
+            if review.verdict != "approve":
+                found = [{"kind": "review", "path": c.path, "detail": c.message, "fixed": False} for c in review.comments]
+                self.leave(batch, branch, review.summary, found)
+                return
+            done = merge_branch(repo, branch, build_index=False)
+        self.report.merged.append(branch)
+        _record_batch(cycle, batch, jobs, done.commit, "done")
+        self.report.batches_done.append(batch["id"])
+        self.record(batch, "merged")
+
+    def _retire_dropped(self, batch: dict[str, Any], view: CommitView, changes: dict[str, str]) -> pygit2.Commit | None:
+        """Spans the change would leave uncited are listed as retired, with the reason, before the
+        branch is opened (the conservation rule reads the record on the branch)."""
+        root = batch.get("root") or root_of(batch["folder"] + "/x")
+        dropped = _dropped_spans(view, changes, root)
+        if not dropped:
+            return None
+        self.cycle["retired"] += [
+            {"span": s, "reason": f"no longer cited after {batch['id']}", "batch": batch["id"]} for s in sorted(dropped)
+        ]
+        self.record(batch, f"retires {len(dropped)} span(s)")
+        return self.repo.head()
+
+
+def _settle_human(repo: Repo, cycle: Cycle, batch: dict[str, Any]) -> None:
+    """A branch left for a person: merged by them (done), deleted by them (declined: its pages
+    and claims are kept as they are, and the branch is never reopened), or still open."""
+    branch = batch["branch"]
+    if branch in repo.git.branches.local:
+        return
+    done = merged_as(repo, branch)
+    batch["state"] = "done" if done is not None else "declined"
+    commit = done.commit if done is not None else str(batch.get("commit") or cycle["base"])
+    batch["commit"] = commit
+    paths = set(batch["pages"]) or {p for p in cycle["pages"] if root_of(p) == batch.get("root")}
+    for path in paths & set(cycle["pages"]):
+        _set_action(cycle["pages"][path], "changed" if done is not None else "kept", commit)
+    for key, entry in cycle["claims"].items():
+        if key.rsplit("#", 1)[0] in paths:
+            _set_action(entry, "kept", commit)
+
+
+def _finish(repo: Repo, cycle: Cycle) -> None:
+    if cycle["status"] != "open" or any(b["state"] not in ("done", "declined") for b in cycle["batches"]):
+        return
+    for entry in list(cycle["pages"].values()) + list(cycle["claims"].values()):
+        if entry["action"] == "pending":  # a page no batch reached (removed meanwhile by another change)
+            entry["action"] = "kept"
+            entry["reason"] = "not present when its batch ran"
+    cycle["status"] = "complete"
+    cycle["finished_at"] = iso_utc()
+    from pipeline.consolidate.replay import replay_score
+
+    cycle["replay"] = replay_score(repo, repo.head())
+    commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: complete, coverage 100%")
+
+
+def _plan_report(repo: Repo, cycle: Cycle, head: pygit2.Commit, today: str) -> RunReport:
+    """What the cycle would do now: each batch still to do, with what its jobs would find."""
+    report = _report(cycle, "plan")
+    view = CommitView(repo, head)
+    for batch in cycle["batches"]:
+        if batch["state"] in ("done", "declined"):
+            continue
+        jobs = run_jobs(view, batch, today)
+        changes = sorted({p for _, r in jobs for p in r.changes})
+        found = [{"job": name, "kind": f.kind, "path": f.path, "detail": f.detail, "fixed": f.fixed} for name, r in jobs for f in r.found]
+        report.plan.append({"batch": batch["id"], "pages": len(batch["pages"]), "would_change": changes, "found": found})
+    return report
+
+
+def cycle_status(repo: Repo) -> dict[str, Any]:
+    head = repo.head()
+    cycle = current_cycle(repo, head) if head is not None else None
+    if cycle is None:
+        return {"cycle": None, "status": "none"}
+    covered, total = coverage(cycle)
+    actions: dict[str, int] = {}
+    for entry in list(cycle["pages"].values()) + list(cycle["claims"].values()):
+        actions[entry["action"]] = actions.get(entry["action"], 0) + 1
+    states: dict[str, int] = {}
+    for batch in cycle["batches"]:
+        states[batch["state"]] = states.get(batch["state"], 0) + 1
+    return {
+        "cycle": cycle["cycle"],
+        "status": cycle["status"],
+        "scope": cycle["scope"],
+        "base": cycle["base"],
+        "started_at": cycle["started_at"],
+        "finished_at": cycle["finished_at"],
+        "coverage": {"covered": covered, "total": total, "percent": 100.0 if not total else round(100.0 * covered / total, 1)},
+        "actions": dict(sorted(actions.items())),
+        "batches": dict(sorted(states.items())),
+        "waiting": [b["branch"] for b in cycle["batches"] if b["state"] == "needs-human"],
+        "retired": len(cycle["retired"]),
+    }
+
+
+def needed(repo: Repo, now: dt.datetime | None = None) -> list[str]:
+    """The ``consolidation.if_needed`` thresholds passed at HEAD (empty: no cycle needed)."""
+    head = repo.head()
+    if head is None:
+        return []
+    limits = repo.config.consolidation.if_needed
+    cycle = current_cycle(repo, head)
+    if cycle is None:
+        return ["no cycle has run yet"]
+    if cycle["status"] == "open":
+        return [f"cycle {cycle['cycle']} is open"]
+    reasons = []
+    new = len(ledger_at(repo, head)) - int(cycle.get("evidence_count", 0))
+    if limits.new_evidence and new >= limits.new_evidence:
+        reasons.append(f"{new} new evidence item(s) since the last cycle (threshold {limits.new_evidence})")
+    view = CommitView(repo, head)
+    conflicts = len(current_conflicts(view.pages()))
+    if limits.open_conflicts and conflicts >= limits.open_conflicts:
+        reasons.append(f"{conflicts} open conflict(s) (threshold {limits.open_conflicts})")
+    from pipeline.consolidate.replay import replay_score
+
+    before = cycle.get("replay")
+    score = replay_score(repo, head)
+    if before is not None and score is not None and before - score > limits.replay_drop:
+        reasons.append(f"replay score fell from {before:.2f} to {score:.2f}")
+    started = dt.datetime.fromisoformat(cycle["started_at"].replace("Z", "+00:00"))
+    days = ((now or dt.datetime.now(dt.UTC)) - started).days
+    if limits.days and days >= limits.days:
+        reasons.append(f"{days} day(s) since the last cycle (threshold {limits.days})")
+    return reasons

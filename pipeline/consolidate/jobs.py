@@ -1,0 +1,673 @@
+"""The offline consolidation jobs: pure functions from page texts to new page texts and findings.
+
+Each job reads ``Texts`` (the batch's base commit with the edits of the jobs before it) and
+returns a ``JobResult``: the pages it rewrote, what it found, and what it did to each claim
+(coverage actions). No job drops a cited span: a claim is restated, moved to History, merged
+into the page that already states it, qualified, or marked disputed; a page is deprecated, not
+deleted. What an offline job cannot decide it reports and leaves alone (``skipped``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ci.rules.grounding import ISO_DATE_RE, NEGATION_RE, _numbers, check_claim
+from ci.rules.indexes import ENTRY_RE
+from ci.snapshot import normalise_quote
+from kb.markdown import FOOTDEF_RE, FOOTREF_RE, format_citation
+from kb.page import Page, page_id_for_path, render_page
+from kb.scopes import scope_for_path, visible_from
+from pipeline.consolidate.view import Texts, span_key
+
+Action = str  # verified | changed | merged | retired | qualified | disputed | kept
+
+
+@dataclass(frozen=True)
+class Found:
+    """One defect a job found, and whether it wrote a fix for it."""
+
+    kind: str  # grounding | duplicate | similar-not-same | expired | conflict | link | l0 | index
+    path: str
+    detail: str
+    fixed: bool = True
+
+
+@dataclass
+class JobResult:
+    changes: dict[str, str] = field(default_factory=dict)  # path -> new text
+    found: list[Found] = field(default_factory=list)
+    claims: dict[str, tuple[Action, str]] = field(default_factory=dict)  # "path#label" -> (action, reason)
+    pages: dict[str, Action] = field(default_factory=dict)
+
+
+def claim_key(path: str, label: str) -> str:
+    return f"{path}#{label}"
+
+
+def _strip_refs(text: str) -> str:
+    return " ".join(FOOTREF_RE.sub("", text).split())
+
+
+def _norm_claim(text: str) -> str:
+    return normalise_quote(_strip_refs(text)).lower().rstrip(".!?。！？ ")
+
+
+def _raw_pattern(claim_text: str) -> re.Pattern[str]:
+    """The claim as written in the body (it is stored with whitespace folded)."""
+    return re.compile(r"\s+".join(re.escape(t) for t in claim_text.split()))
+
+
+def _replace_once(body: str, claim_text: str, new: str) -> str | None:
+    match = _raw_pattern(claim_text).search(body)
+    if match is None:
+        return None
+    return body[: match.start()] + new + body[match.end() :]
+
+
+def _current(page: Page) -> bool:
+    return page.status != "deprecated" and page.meta.get("type") != "index"
+
+
+def _section_of_line(page: Page, line: int) -> str:
+    best = ""
+    for section in page.structure.sections:
+        if section.line <= line <= section.end_line and section.level == 2:
+            best = section.title.strip()
+    return best
+
+
+def _set_page(page: Page, meta: dict[str, Any] | None = None, body: str | None = None) -> str:
+    return render_page(meta if meta is not None else page.meta, body if body is not None else page.body)
+
+
+# ---- re-verification ---------------------------------------------------------------------
+
+
+def regrounding(texts: Texts, paths: Iterable[str]) -> JobResult:
+    """Every claim checked again against what it cites (the gate's grounding rules and the quote
+    being in the cited lines). An unsupported claim is restated as the quote it cites; one whose
+    quote is not in its evidence cannot be restated offline and is reported, not kept silently."""
+    result = JobResult()
+    for path in paths:
+        page = texts.page(path)
+        if page is None:
+            continue
+        cites = {c.label: c for c in page.structure.citations if c.evidence_id}
+        body = page.body
+        for claim in page.structure.claims:
+            keys = [claim_key(path, label) for label in claim.labels]
+            problems: list[str] = []
+            quotes: list[str] = []
+            restatable = True
+            for label in claim.labels:
+                cite = cites.get(label)
+                lines = texts.view.evidence_lines(cite.evidence_id or "") if cite else None
+                if cite is None or lines is None or cite.start < 1 or cite.end > len(lines):
+                    problems.append(f"[^{label}] does not resolve to evidence lines")
+                    restatable = False
+                    continue
+                span = "\n".join(lines[cite.start - 1 : cite.end])
+                if normalise_quote(cite.quote) not in normalise_quote(span):
+                    problems.append(f"[^{label}] quote is not in {cite.evidence_id}#L{cite.start}-L{cite.end}")
+                    restatable = False
+                quotes.append(cite.quote)
+                problems += [f"[^{label}] {p.message}" for p in check_claim(claim.text, cite.quote, span)]
+            if not problems:
+                for key in keys:
+                    result.claims.setdefault(key, ("verified", ""))
+                continue
+            refs = "".join(f"[^{label}]" for label in claim.labels)
+            restated = "In the source: " + " / ".join(f'"{q.strip()}"' for q in quotes) + "." + refs
+            if restatable and not any(
+                check_claim(restated, cites[label].quote, "\n".join(_span_lines(texts, cites[label]))) for label in claim.labels
+            ):
+                new_body = _replace_once(body, claim.text, restated)
+                if new_body is not None:
+                    body = new_body
+                    result.found.append(Found("grounding", path, f"line {claim.line}: {'; '.join(problems)}; restated from its evidence"))
+                    for key in keys:
+                        result.claims[key] = ("changed", "restated from its evidence: " + "; ".join(problems))
+                    continue
+            result.found.append(Found("grounding", path, f"line {claim.line}: {'; '.join(problems)}; left for a person", fixed=False))
+            for key in keys:
+                result.claims[key] = ("kept", "unsupported, not fixable offline: " + "; ".join(problems))
+        if body != page.body:
+            result.changes[path] = _set_page(page, body=body)
+            result.pages[path] = "changed"
+    return result
+
+
+def _span_lines(texts: Texts, cite: Any) -> list[str]:
+    lines = texts.view.evidence_lines(cite.evidence_id or "") or []
+    return list(lines[cite.start - 1 : cite.end])
+
+
+# ---- links -------------------------------------------------------------------------------
+
+
+def repair_links(texts: Texts, paths: Iterable[str], all_ids: set[str]) -> JobResult:
+    """Broken links: retarget to the one page of the same name the reader may see, drop an anchor
+    the target does not have, or else unlink (the text stays, the dead link goes)."""
+    result = JobResult()
+    for path in paths:
+        page = texts.page(path)
+        if page is None:
+            continue
+        body = page.body
+        scope = scope_for_path(path)
+        for link in page.structure.links:
+            if link.kind != "wiki":
+                continue
+            target = link.target.removesuffix(".md")
+            old = f"[[{link.target}" + (f"#{link.anchor}" if link.anchor else "")
+            if target in all_ids:
+                if link.anchor:
+                    other = texts.page(target + ".md")
+                    if other is not None and link.anchor not in other.structure.anchors:
+                        body = body.replace(old, f"[[{link.target}", 1)
+                        result.found.append(Found("link", path, f"[[{target}#{link.anchor}]]: no such section; anchor dropped"))
+                continue
+            name = target.rsplit("/", 1)[-1]
+            candidates = sorted(i for i in all_ids if i.rsplit("/", 1)[-1] == name and visible_from(scope, scope_for_path(i + ".md")))
+            if len(candidates) == 1:
+                body = body.replace(old, f"[[{candidates[0]}" + (f"#{link.anchor}" if link.anchor else ""), 1)
+                result.found.append(Found("link", path, f"[[{target}]] pointed nowhere; retargeted to [[{candidates[0]}]]"))
+            else:
+                pattern = re.compile(re.escape(old) + r"(?:\|([^\]\n]*))?\]\]")
+                body = pattern.sub(_unlinked(target.rsplit("/", 1)[-1].replace("-", " ")), body, count=1)
+                result.found.append(Found("link", path, f"[[{target}]] pointed nowhere; unlinked ({len(candidates)} candidate pages)"))
+        if body != page.body:
+            result.changes[path] = _set_page(page, body=body)
+            result.pages[path] = "changed"
+    return result
+
+
+def _unlinked(plain: str) -> Callable[[re.Match[str]], str]:
+    """A dead wikilink becomes its label, or its target's name, as plain text."""
+
+    def replace(match: re.Match[str]) -> str:
+        return match.group(1) or plain
+
+    return replace
+
+
+# ---- retirement --------------------------------------------------------------------------
+
+
+def _history_insert(body: str, lines: list[str]) -> str:
+    """``lines`` appended to the ``## History`` section (created before the footnotes)."""
+    rows = body.splitlines()
+    heading = next((i for i, r in enumerate(rows) if r.strip() == "## History"), None)
+    if heading is None:
+        first_def = next((i for i, r in enumerate(rows) if FOOTDEF_RE.match(r)), len(rows))
+        while first_def > 0 and not rows[first_def - 1].strip():
+            first_def -= 1
+        rows[first_def:first_def] = ["", "## History", "", *lines]
+    else:
+        end = heading + 1
+        while end < len(rows) and not rows[end].startswith("#") and not FOOTDEF_RE.match(rows[end]):
+            end += 1
+        while end > heading + 1 and not rows[end - 1].strip():
+            end -= 1
+        rows[end:end] = lines if rows[end - 1].strip() != "## History" else ["", *lines]
+    return "\n".join(rows) + "\n"
+
+
+def retire_expired(texts: Texts, paths: Iterable[str], today: str) -> JobResult:
+    """Facts whose ``valid_to`` has passed but whose statement is still in a current section move
+    to ``## History``; a page whose own ``valid_to`` has passed (events aside) is deprecated, so
+    retrieval stops returning it as current. Nothing is deleted."""
+    result = JobResult()
+    for path in paths:
+        page = texts.page(path)
+        if page is None or not _current(page):
+            continue
+        valid_to = str(page.meta.get("valid_to") or "")
+        if valid_to and valid_to[:10] < today and page.meta.get("type") != "event":
+            meta = dict(page.meta) | {"status": "deprecated"}
+            body = page.body.rstrip("\n") + f"\n\n> Deprecated: its validity ended on {valid_to[:10]}.\n"
+            result.changes[path] = _set_page(page, meta, body)
+            result.pages[path] = "retired"
+            result.found.append(Found("expired", path, f"the page's validity ended on {valid_to[:10]}; deprecated"))
+            for claim in page.structure.claims:
+                for label in claim.labels:
+                    result.claims[claim_key(path, label)] = ("retired", f"page validity ended {valid_to[:10]}")
+            continue
+        rows = page.body.splitlines()
+        moved: list[str] = []
+        drop: set[int] = set()
+        for fact in page.meta.get("facts") or []:
+            if not isinstance(fact, dict) or not fact.get("label") or not fact.get("valid_to"):
+                continue
+            until = str(fact["valid_to"])[:10]
+            if until > today:
+                continue
+            ref = f"[^{fact['label']}]"
+            hits = [
+                i
+                for i, row in enumerate(rows)
+                if row.lstrip().startswith(("- ", "* "))
+                and ref in row
+                and _section_of_line(page, i + 1 + page.header_lines) not in ("History", "")
+                and i not in drop
+            ]
+            if not hits:
+                continue
+            text = rows[hits[-1]].lstrip()[2:]
+            drop.update(hits)
+            moved.append(f"- {text} _(no longer current since {until})_")
+            result.found.append(Found("expired", path, f"`{fact.get('key')}` = {fact.get('value')} ended {until}; moved to History"))
+            result.claims[claim_key(path, str(fact["label"]))] = ("retired", f"no longer current since {until}; kept in History")
+        if moved:
+            body = "\n".join(r for i, r in enumerate(rows) if i not in drop) + "\n"
+            result.changes[path] = _set_page(page, body=_history_insert(body, moved))
+            result.pages[path] = "changed"
+    return result
+
+
+# ---- L0 ----------------------------------------------------------------------------------
+
+_NAME_RE = re.compile(r"\b[A-Z][\w'-]{2,}\b")
+
+
+def _current_text(page: Page) -> str:
+    rows = []
+    section = ""
+    for row in page.body.splitlines():
+        if row.startswith("## "):
+            section = row[3:].strip()
+        if section != "History" and not FOOTDEF_RE.match(row):
+            rows.append(row)
+    return "\n".join(rows)
+
+
+def stale_terms(page: Page) -> list[str]:
+    """Names, numbers and dates of the L0 that the page's current text (title included) lacks."""
+    current = (page.title + "\n" + _current_text(page)).lower()
+    summary = page.summary
+    terms = [m.group(0) for m in ISO_DATE_RE.finditer(summary)]
+    terms += sorted(_numbers(ISO_DATE_RE.sub(" ", summary)))
+    terms += _NAME_RE.findall(summary.split(" ", 1)[1] if " " in summary else "")
+    return [t for t in dict.fromkeys(terms) if t.lower() not in current]
+
+
+def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40) -> JobResult:
+    """An L0 that names what its page no longer says is rewritten from the page's current claims."""
+    result = JobResult()
+    for path in paths:
+        page = texts.page(path)
+        if page is None or not _current(page) or not page.summary:
+            continue
+        missing = stale_terms(page)
+        if not missing:
+            continue
+        current = [
+            _strip_refs(c.text)
+            for c in page.structure.claims
+            if _section_of_line(page, c.line) not in ("History", "Overview") or _section_of_line(page, c.line) == ""
+        ]
+        if not current:
+            result.found.append(
+                Found("l0", path, f"L0 names {', '.join(missing)}, absent from the page; no current claim to rewrite it from", False)
+            )
+            continue
+        words = f"{page.title}: {current[0]}".split()
+        summary = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
+        if stale_terms(Page(path, dict(page.meta) | {"summary": summary}, page.body, page.header_lines)):
+            result.found.append(Found("l0", path, f"L0 names {', '.join(missing)}; a rewrite from the claims would too", False))
+            continue
+        result.changes[path] = _set_page(page, dict(page.meta) | {"summary": summary})
+        result.pages[path] = "changed"
+        result.found.append(Found("l0", path, f"L0 named {', '.join(missing)}, no longer on the page; rewritten"))
+    return result
+
+
+# ---- index pages -------------------------------------------------------------------------
+
+
+def regenerate_index(texts: Texts, folder: str) -> JobResult:
+    """``folder``'s index lists exactly its children, each with its current L0; entries already
+    right are kept as written, others rewritten, missing ones added, extra ones removed."""
+    result = JobResult()
+    index_path = f"{folder}/index.md"
+    children = {page_id_for_path(p): texts.page(p) for p in texts.view.children(folder)}
+    index = texts.page(index_path)
+    if index is None:
+        return result
+    rows = index.body.splitlines()
+    kept: list[str] = []
+    seen: set[str] = set()
+    first_entry: int | None = None
+    out_rows: list[str] = []
+    for row in rows:
+        match = ENTRY_RE.match(row)
+        if not match:
+            out_rows.append(row)
+            continue
+        if first_entry is None:
+            first_entry = len(out_rows)
+        target = match.group(1).strip().removesuffix(".md")
+        child = children.get(target)
+        if child is None or target in seen:
+            result.found.append(Found("index", index_path, f"removed the entry for `{target}` (not a page of {folder}/, or listed twice)"))
+            continue
+        seen.add(target)
+        if child.summary and normalise_quote(child.summary) not in normalise_quote(match.group(2)):
+            result.found.append(Found("index", index_path, f"the entry for `{target}` did not show its L0; rewritten"))
+            row = f"- [[{target}]]: {child.summary}"
+        kept.append(row)
+    for child_id, child in sorted(children.items()):
+        if child_id not in seen and child is not None:
+            kept.append(f"- [[{child_id}]]: {child.summary}")
+            result.found.append(Found("index", index_path, f"`{child_id}` was missing from the index; listed"))
+    if not result.found:
+        return result
+    if first_entry is None:
+        while out_rows and not out_rows[-1].strip():
+            out_rows.pop()
+        out_rows += ["", "## Pages", ""]
+        first_entry = len(out_rows)
+    out_rows[first_entry:first_entry] = kept
+    result.changes[index_path] = _set_page(index, body="\n".join(out_rows) + "\n")
+    result.pages[index_path] = "changed"
+    return result
+
+
+# ---- duplicates --------------------------------------------------------------------------
+
+
+def _signature(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
+    """What decides a statement's meaning beyond its words: its dates, numbers and negation."""
+    plain = _strip_refs(text)
+    dates = frozenset(m.group(0) for m in ISO_DATE_RE.finditer(plain))
+    return dates, frozenset(_numbers(ISO_DATE_RE.sub(" ", plain))), bool(NEGATION_RE.search(plain))
+
+
+@dataclass(frozen=True)
+class _Stated:
+    path: str
+    label: str
+    text: str
+    spans: frozenset[str]
+
+
+def _stated_claims(page: Page) -> list[_Stated]:
+    cites = {c.label: c for c in page.structure.citations if c.evidence_id}
+    out = []
+    for claim in page.structure.claims:
+        if len(claim.labels) != 1 or claim.labels[0] not in cites or _section_of_line(page, claim.line) in ("History", "Overview"):
+            continue
+        cite = cites[claim.labels[0]]
+        out.append(_Stated(page.path, claim.labels[0], claim.text, frozenset({span_key(cite.evidence_id or "", cite.start, cite.end)})))
+    return out
+
+
+def _references(body: str, ref: str) -> bool:
+    return any(ref in row for row in body.splitlines() if not FOOTDEF_RE.match(row))
+
+
+def _remove_claim(page: Page, label: str, claim_text: str) -> str:
+    """The body without the claim carrying ``label`` (its bullets, or its sentence) and, when
+    nothing else cites it, without its footnote definition."""
+    ref = f"[^{label}]"
+    rows = page.body.splitlines()
+    body = "\n".join(r for r in rows if not (r.lstrip().startswith(("- ", "* ")) and FOOTREF_RE.findall(r) == [label])) + "\n"
+    if _references(body, ref):
+        body = _replace_once(body, claim_text, "") or body
+    if not _references(body, ref):
+        body = "\n".join(r for r in body.splitlines() if not r.startswith(f"{ref}:")) + "\n"
+    return body
+
+
+def _next_label(page_body: str) -> str:
+    used = {int(m) for m in re.findall(r"\[\^(\d+)\]", page_body)}
+    return str(max(used, default=0) + 1)
+
+
+def _add_related(body: str, line: str) -> str:
+    if line in body:
+        return body
+    rows = body.splitlines()
+    first_def = next((i for i, r in enumerate(rows) if FOOTDEF_RE.match(r)), len(rows))
+    while first_def > 0 and not rows[first_def - 1].strip():
+        first_def -= 1
+    heading = next((i for i, r in enumerate(rows) if r.strip() == "## Related"), None)
+    if heading is not None:
+        rows.insert(heading + 2 if heading + 1 < len(rows) and not rows[heading + 1].strip() else heading + 1, line)
+    else:
+        rows[first_def:first_def] = ["", "## Related", "", line]
+    return "\n".join(rows) + "\n"
+
+
+def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult) -> list[list[_Stated]]:
+    """Statements that are the same fact: the same words, or the same cited span with the same
+    dates, numbers and negation (the same span with a different one is reported, not grouped)."""
+    items = [i for group in stated.values() for i in group]
+    parent = list(range(len(items)))
+
+    def find(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    by_text: dict[str, int] = {}
+    by_span: dict[frozenset[str], int] = {}
+    for n, item in enumerate(items):
+        text = _norm_claim(item.text)
+        if text in by_text:
+            parent[find(n)] = find(by_text[text])
+        else:
+            by_text[text] = n
+        if item.spans in by_span:
+            other = items[by_span[item.spans]]
+            if _signature(other.text) == _signature(item.text):
+                parent[find(n)] = find(by_span[item.spans])
+            elif other.path != item.path:
+                result.found.append(
+                    Found(
+                        "similar-not-same",
+                        item.path,
+                        f"cites {sorted(item.spans)[0]} like {other.path} but differs in a number, date or negation: not merged",
+                        fixed=False,
+                    )
+                )
+        else:
+            by_span[item.spans] = n
+    groups: dict[int, list[_Stated]] = {}
+    for n, item in enumerate(items):
+        groups.setdefault(find(n), []).append(item)
+    return [g for g in groups.values() if len({i.path for i in g}) > 1]
+
+
+def merge_duplicates(texts: Texts, paths: Iterable[str], today: str) -> JobResult:
+    """The same statement on several current pages is kept on one page (the one with the most
+    claims), with every citation the copies had, and removed from the others, which link to it;
+    a page whose every statement is stated there is deprecated with that page as successor.
+    Similar is not the same: see ``_duplicate_groups``."""
+    result = JobResult()
+    pages = {p: page for p in paths if (page := texts.page(p)) is not None and _current(page)}
+    stated = {p: _stated_claims(page) for p, page in pages.items()}
+    bodies = {p: page.body for p, page in pages.items()}
+    metas: dict[str, dict[str, Any]] = {p: dict(page.meta) for p, page in pages.items()}
+    removals: dict[str, list[tuple[_Stated, str]]] = {}
+    for group in _duplicate_groups(stated, result):
+        canonical = min({i.path for i in group}, key=lambda p: (-len(stated[p]), p))
+        keep = next(i for i in group if i.path == canonical)
+        spans_kept = set(keep.spans)
+        for item in group:
+            if item.path == canonical:
+                continue
+            removals.setdefault(item.path, []).append((item, canonical))
+            result.claims[claim_key(item.path, item.label)] = ("merged", f"stated on {page_id_for_path(canonical)} [^{keep.label}]")
+            result.found.append(Found("duplicate", item.path, f"states what {canonical} states: {_strip_refs(item.text)[:80]}"))
+            if item.spans <= spans_kept:
+                continue
+            spans_kept |= item.spans
+            cite = next(c for c in pages[item.path].structure.citations if c.label == item.label)
+            label = _next_label(bodies[canonical])
+            bodies[canonical] = bodies[canonical].replace(f"[^{keep.label}]", f"[^{keep.label}][^{label}]", 1)
+            bodies[canonical] = (
+                bodies[canonical].rstrip("\n")
+                + "\n"
+                + format_citation(label, cite.evidence_id or "", cite.start, cite.end, cite.quote)
+                + "\n"
+            )
+            metas[canonical]["sources"] = sorted(set(metas[canonical].get("sources") or []) | {cite.evidence_id or ""})
+        result.claims.setdefault(claim_key(keep.path, keep.label), ("verified", ""))
+    for path, items in sorted(removals.items()):
+        left = {i.label for i in stated[path]} - {i.label for i, _ in items}
+        successors = sorted({c for _, c in items})
+        if not left and len(successors) == 1:  # nothing of its own left: deprecated, with its successor
+            successor = page_id_for_path(successors[0])
+            metas[path] |= {"status": "deprecated", "valid_to": today, "superseded_by": [successor]}
+            bodies[path] = bodies[path].rstrip("\n") + f"\n\n> Deprecated: everything it states is on [[{successor}]].\n"
+            metas[successors[0]]["supersedes"] = sorted(set(metas[successors[0]].get("supersedes") or []) | {page_id_for_path(path)})
+            result.pages[path] = "retired"
+            result.found.append(Found("duplicate", path, f"every statement is on {successors[0]}: deprecated, superseded by it"))
+        else:
+            body = bodies[path]
+            for item, _ in items:
+                body = _remove_claim(Page(path, metas[path], body, pages[path].header_lines), item.label, item.text)
+            if metas[path].get("sources") is not None:
+                metas[path]["sources"] = sorted({m.group(1) for m in re.finditer(r"^\[\^[^\]]+\]:\s*(ev-[0-9a-f]+)", body, re.M)})
+            for successor in successors:
+                body = _add_related(body, f"- Also stated on [[{page_id_for_path(successor)}]].")
+            bodies[path] = body
+            result.pages[path] = "merged"
+        for successor in successors:
+            bodies[successor] = _add_related(bodies[successor], f"- Statements merged here from [[{page_id_for_path(path)}]].")
+            result.pages.setdefault(successor, "changed")
+    for path, body in bodies.items():
+        if body != pages[path].body or metas[path] != pages[path].meta:
+            result.changes[path] = render_page(metas[path], body)
+    return result
+
+
+# ---- conflicts ---------------------------------------------------------------------------
+
+_MARKERS = "for|in|on|at|during|when|if|unless|except|since|until|before|after|within|outside"
+_CONDITION_RE = re.compile(rf"\b(?:{_MARKERS})\s+(?:(?!\b(?:{_MARKERS})\b)[^,.;:!?()])+", re.IGNORECASE)
+
+
+def _conditions(line: str, value: str) -> set[str]:
+    """Condition phrases of an evidence line (not the value itself, which is what differs)."""
+    out = set()
+    for match in _CONDITION_RE.finditer(line):
+        phrase = " ".join(match.group(0).split())
+        if value.lower() not in phrase.lower() and phrase.lower().split(" ", 1)[1] not in value.lower():
+            out.add(phrase)
+    return out
+
+
+def _fact_line(texts: Texts, source: str) -> str | None:
+    match = re.match(r"^(ev-[0-9a-f]+)#L(\d+)(?:-L?(\d+))?$", source.strip())
+    if not match:
+        return None
+    lines = texts.view.evidence_lines(match.group(1))
+    start, end = int(match.group(2)), int(match.group(3) or match.group(2))
+    if lines is None or start < 1 or end > len(lines):
+        return None
+    return " ".join(lines[start - 1 : end])
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40]
+
+
+@dataclass(frozen=True)
+class _Fact:
+    path: str
+    index: int
+    key: str
+    about: str
+    value: str
+    source: str
+    label: str
+
+
+def current_conflicts(pages: Iterable[Page]) -> list[list[_Fact]]:
+    """Groups of current facts (one per page) with one key and subject and different values."""
+    by_key: dict[tuple[str, str], list[_Fact]] = {}
+    for page in pages:
+        if not _current(page):
+            continue
+        for n, fact in enumerate(page.meta.get("facts") or []):
+            if not isinstance(fact, dict) or not fact.get("key") or ":" in str(fact["key"]) or fact.get("valid_to"):
+                continue
+            if fact.get("disputed_with"):  # qualified as disputed already: a person decides
+                continue
+            item = _Fact(
+                page.path,
+                n,
+                str(fact["key"]),
+                str(fact.get("about") or ""),
+                str(fact.get("value")),
+                str(fact.get("source") or ""),
+                str(fact.get("label") or ""),
+            )
+            by_key.setdefault((item.key, item.about), []).append(item)
+    out = []
+    for items in by_key.values():
+        if len({i.value.lower() for i in items}) > 1 and len({i.path for i in items}) == len(items):
+            out.append(items)
+    return out
+
+
+def qualify_conflicts(texts: Texts, paths: Iterable[str]) -> JobResult:
+    """Contradicting current facts on different pages are traced to their evidence. When each
+    evidence line carries a condition the other lacks, each fact gets its condition written in
+    (key ``<key>:<condition>``, ``condition``, and the claim); otherwise both stay, their pages
+    ``disputed`` with a note naming the other. The newer is never kept by default."""
+    result = JobResult()
+    pages = [p for path in paths if (p := texts.page(path)) is not None]
+    metas = {p.path: dict(p.meta) for p in pages}
+    bodies = {p.path: p.body for p in pages}
+    for group in current_conflicts(pages):
+        conditions: dict[_Fact, str | None] = {}
+        for fact in group:
+            line = _fact_line(texts, fact.source)
+            own = _conditions(line, fact.value) if line else set()
+            theirs: set[str] = set().union(*[_conditions(_fact_line(texts, o.source) or "", o.value) for o in group if o is not fact])
+            distinct = sorted(own - theirs)
+            conditions[fact] = distinct[0] if distinct else None
+        facts_of = {f.path: [dict(x) for x in metas[f.path].get("facts") or []] for f in group}
+        if all(conditions.values()):
+            for fact in group:
+                cond = str(conditions[fact])
+                facts_of[fact.path][fact.index] |= {"key": f"{fact.key}:{_slug(cond)}", "condition": cond}
+                page = texts.page(fact.path)
+                claim = next((c for c in page.structure.claims if fact.label in c.labels), None) if page and fact.label else None
+                if claim is not None and cond.lower() not in claim.text.lower():
+                    plain = claim.text
+                    refs = "".join(FOOTREF_RE.findall(plain) and [f"[^{x}]" for x in FOOTREF_RE.findall(plain)])
+                    core = FOOTREF_RE.sub("", plain).rstrip()
+                    end = core[-1] if core and core[-1] in ".!?。" else ""
+                    new = f"{core[: len(core) - len(end)]} ({cond}){end}{refs}"
+                    bodies[fact.path] = _replace_once(bodies[fact.path], plain, new) or bodies[fact.path]
+                result.found.append(Found("conflict", fact.path, f"`{fact.key}` = {fact.value} holds {cond}; qualified"))
+                if fact.label:
+                    result.claims[claim_key(fact.path, fact.label)] = ("qualified", cond)
+                result.pages[fact.path] = "qualified"
+        else:
+            for fact in group:
+                others = [o for o in group if o is not fact]
+                facts_of[fact.path][fact.index] |= {"disputed_with": sorted(page_id_for_path(o.path) for o in others)}
+                metas[fact.path]["status"] = "disputed"
+                names = ", ".join(f"[[{page_id_for_path(o.path)}]] ({o.value})" for o in others)
+                note = f"> Disputed: `{fact.key}` is {fact.value} here and differs on {names}; the evidence does not say which holds."
+                if note not in bodies[fact.path]:
+                    bodies[fact.path] = _add_related(bodies[fact.path], note)
+                result.found.append(Found("conflict", fact.path, f"`{fact.key}` = {fact.value} contradicts {names}; both kept, disputed"))
+                if fact.label:
+                    result.claims[claim_key(fact.path, fact.label)] = ("disputed", f"contradicts {names}")
+                result.pages[fact.path] = "disputed"
+        for path, facts in facts_of.items():
+            metas[path]["facts"] = facts
+    for page in pages:
+        if metas[page.path] != page.meta or bodies[page.path] != page.body:
+            result.changes[page.path] = render_page(metas[page.path], bodies[page.path])
+    return result

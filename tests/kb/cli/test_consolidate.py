@@ -1,0 +1,66 @@
+"""``kb consolidate``: --plan changes nothing, a run reports coverage, status, --json,
+--if-needed, and a bad scope is one line with the usage exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kb.errors import UsageError
+from tests.kb.cli.helpers import assert_one_error
+from tests.pipeline.consolidate.seeded import seed
+
+
+def test_plan_then_run_then_status_and_if_needed(cli, tmp_path: Path) -> None:
+    repo, _ = seed(tmp_path / "kb")
+    head = str(repo.git.head.target)
+    plan = cli("consolidate", "--plan", "--batch-size", "4", cwd=repo.root)
+    assert plan.code == 0, plan.err
+    assert "- duplicates:knowledge: 3 page(s) to change" in plan.out and "[index]" in plan.out
+    assert str(repo.git.head.target) == head and sorted(repo.git.branches.local) == ["main"]  # the plan changed nothing
+
+    run = cli("consolidate", "--batch-size", "4", "--json", "--no-index", cwd=repo.root)
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
+    assert data["status"] == "complete" and data["coverage"]["percent"] == 100.0 and len(data["merged"]) >= 5
+
+    status = cli("consolidate", "status", cwd=repo.root)
+    assert status.code == 0 and ": complete, coverage 100%" in status.out and "merged" in status.out
+
+    again = cli("consolidate", "--if-needed", cwd=repo.root)
+    assert again.code == 0 and again.out.startswith("no consolidation needed"), again.out
+
+
+def test_a_bad_scope_is_a_usage_error(cli, tmp_path: Path) -> None:
+    repo, _ = seed(tmp_path / "kb")
+    assert_one_error(cli("consolidate", "--scope", "elsewhere", cwd=repo.root), UsageError.exit_code, "invalid scope 'elsewhere'")
+    assert_one_error(
+        cli("consolidate", "--scope", "users/nobody", cwd=repo.root), UsageError.exit_code, "scope 'users/nobody' has no pages"
+    )
+
+
+def test_the_consolidation_section_is_validated_strictly() -> None:
+    import pytest
+
+    from kb.config import parse_config
+    from kb.errors import ConfigError
+
+    config = parse_config("version: 1\nconsolidation:\n  batch_pages: 10\n  if_needed: {days: 7}\n")
+    assert config.consolidation.batch_pages == 10 and config.consolidation.if_needed.days == 7
+    with pytest.raises(ConfigError, match="unknown key `consolidation.if_needed.weeks`"):
+        parse_config("version: 1\nconsolidation:\n  if_needed: {weeks: 2}\n")
+    with pytest.raises(ConfigError, match="consolidation.batch_pages"):
+        parse_config("version: 1\nconsolidation:\n  batch_pages: 0\n")
+
+
+def test_if_needed_starts_a_cycle_when_new_evidence_passes_the_threshold(cli, tmp_path: Path) -> None:
+    from tests.builders import add_evidence, commit
+
+    repo, _ = seed(tmp_path / "kb")
+    assert cli("consolidate", "--no-index", cwd=repo.root).code == 0
+    text = (repo.root / "kb.config.yaml").read_text() + "consolidation:\n  if_needed: {new_evidence: 1, days: 0}\n"
+    commit(repo, {"kb.config.yaml": text}, "config")
+    assert cli("consolidate", "--if-needed", cwd=repo.root).out.startswith("no consolidation needed")
+    add_evidence(repo, b"# Note\nThe canteen closes at 3pm.\n", "note.md", "document")
+    result = cli("consolidate", "--if-needed", "--no-index", cwd=repo.root)
+    assert result.code == 0 and result.out.startswith("consolidation needed: 1 new evidence item(s)"), result.out
