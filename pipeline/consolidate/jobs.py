@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ci.rules.grounding import ISO_DATE_RE, NEGATION_RE, _numbers, check_claim
+from ci.rules import factcheck
+from ci.rules.grounding import Cited, Evidence, Reader, Ungrounded, check_statement
 from ci.rules.indexes import ENTRY_RE
 from ci.snapshot import normalise_quote
 from kb.markdown import FOOTDEF_RE, FOOTREF_RE, format_citation
@@ -23,6 +24,24 @@ from kb.scopes import scope_for_path, visible_from
 from pipeline.consolidate.view import Texts, span_key
 
 Action = str  # verified | changed | merged | retired | qualified | disputed | kept
+
+
+ISO_DATE_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+
+def check_claim(claim_text: str, quote: str, span: str) -> list[Ungrounded]:
+    """The gate's grounding of one claim against one citation (its quote and cited lines)."""
+    lines = tuple(span.splitlines()) or ("",)
+    cited = Cited("c", "", 1, len(lines), quote, lines)
+    return check_statement(claim_text, Evidence([cited]), Reader())
+
+
+def _numbers(text: str) -> set[str]:
+    return {q.value for q in factcheck.quantities(text)}
+
+
+def _negated(text: str) -> bool:
+    return factcheck.negated(text)
 
 
 @dataclass(frozen=True)
@@ -383,7 +402,7 @@ def _signature(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
     """What decides a statement's meaning beyond its words: its dates, numbers and negation."""
     plain = _strip_refs(text)
     dates = frozenset(m.group(0) for m in ISO_DATE_RE.finditer(plain))
-    return dates, frozenset(_numbers(ISO_DATE_RE.sub(" ", plain))), bool(NEGATION_RE.search(plain))
+    return dates, frozenset(_numbers(ISO_DATE_RE.sub(" ", plain))), _negated(plain)
 
 
 @dataclass(frozen=True)
