@@ -13,7 +13,7 @@ from typing import Literal
 
 from ci.findings import Finding
 from ci.snapshot import Snapshot, normalise_quote
-from kb.markdown import FOOTREF_RE
+from kb.markdown import CODESPAN_RE, FOOTREF_RE
 from kb.page import Page
 
 MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
@@ -72,7 +72,7 @@ def check_claim(claim_text: str, quote: str, span: str) -> list[Ungrounded]:
         if number not in evidence_numbers:
             problems.append(Ungrounded("grounding.number", f"the number {number} is not in the cited evidence"))
     claim_neg = bool(NEGATION_RE.search(claim))
-    quote_neg = bool(NEGATION_RE.search(quote))
+    quote_neg = bool(NEGATION_RE.search(CODESPAN_RE.sub(" ", quote)))  # code is not a negation: claims see it blanked
     span_neg = bool(NEGATION_RE.search(span))
     if claim_neg and not (quote_neg or span_neg):
         problems.append(Ungrounded("grounding.negation", "the claim is negated but the cited evidence is not"))
