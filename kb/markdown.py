@@ -182,7 +182,9 @@ def parse_structure(body: str, line_offset: int = 0) -> Structure:
             before = _block_before(tokens, i - 1) if REFS_ONLY_RE.match(tok.content) else None
             if before is not None and before.map:
                 start, end = before.map
-                text = "\n".join(lines[start:end]).rstrip()
+                while end > start + 1 and not lines[end - 1].strip(" \t>"):
+                    end -= 1  # a block's map can end on a blank (or quote-only) line
+                text = "\n".join(lines[start:end])
                 refs = tok.map[0] + 1 + line_offset
                 structure.claims.append(
                     Claim(text, start + 1 + line_offset, tuple(FOOTREF_RE.findall(tok.content)), (start + 1 + line_offset, refs))
