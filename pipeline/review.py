@@ -20,7 +20,7 @@ from kb.errors import ConflictError, KbError
 from kb.repo import Repo, diff_trees
 from kb.scopes import KNOWLEDGE_DIR, PAGE_FOLDERS, folder_for_scope, scope_for_path
 from pipeline.backend import branch_backend
-from pipeline.records import ReviewRecord, add_review, proposal_info
+from pipeline.records import KEPT_TRAILER, WITHDRAWN_TRAILER, ReviewRecord, add_review, parse_counts, proposal_info
 from pipeline.roles import Agents, make_agents
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import WRITABLE, Workspace, open_workspace
@@ -133,6 +133,8 @@ def review_branch(repo: Repo, branch: str, round_no: int = 1, agents: Agents | N
         gate_errors=len(gate.errors),
         comments=[c.model_dump() for c in outcome.comments],
         usage=outcome.usage.to_dict(),
+        withdrawn=parse_counts(info.get(WITHDRAWN_TRAILER, "")),
+        kept_flagged=parse_counts(info.get(KEPT_TRAILER, "")),
     )
     add_review(repo, record)
     return ReviewResult(branch, task.head, task.base, outcome.verdict, outcome.summary, outcome.comments, gate, record, outcome.usage)

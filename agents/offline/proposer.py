@@ -419,8 +419,14 @@ class OfflineProposer:
 
     def propose(self, task: ProposalTask, backend: WriteBackend) -> ProposerOutcome:
         if task.is_revision:
-            withdraw_flagged(backend, task.comments)
-            return ProposerOutcome()
+            withdrawal = withdraw_flagged(backend, task.comments)
+            audit: dict[str, object] = {
+                "agent": self.identity.model,
+                "withdrawn": withdrawal.withdrawn,
+                "kept": withdrawal.kept,
+                "notes": list(withdrawal.notes),
+            }
+            return ProposerOutcome(transcript=audit, withdrawal=withdrawal)
         claims = closed = 0
         for plan in plan_task(task, backend.page_text):
             for path, text in sorted(plan.writes.items()):

@@ -88,7 +88,9 @@ def _citations(page: Page) -> dict[str, str]:
 
 @pytest.fixture
 def merged(tmp_path: Path) -> Repo:
-    repo = _repo(tmp_path, {"docs/advanced/clients.md": CLIENTS, "docs/exceptions.md": EXCEPTIONS, "docs/advanced/quickstart.md": QUICKSTART})
+    repo = _repo(
+        tmp_path, {"docs/advanced/clients.md": CLIENTS, "docs/exceptions.md": EXCEPTIONS, "docs/advanced/quickstart.md": QUICKSTART}
+    )
     result = run_loop(repo, build_index=False)
     assert result.status is RunStatus.MERGED, result.reason
     assert [r.verdict for r in result.reviews] == ["approve"]  # clean at the first review
@@ -128,7 +130,9 @@ def test_code_blocks_are_kept_whole_with_a_citation_of_their_lines(merged: Repo)
 def test_hard_wrapped_paragraphs_become_whole_sentences_without_added_periods(merged: Repo) -> None:
     page = _page(merged, "knowledge/docs/advanced/clients.md")
     quotes = _citations(page)
-    sentence = "Using a client gives connection pooling and keeps cookies across requests, which matters after 5 seconds of network inactivity."
+    sentence = (
+        "Using a client gives connection pooling and keeps cookies across requests, which matters after 5 seconds of network inactivity."
+    )
     assert sentence in quotes.values()
     assert not any(q.endswith(("pooling and", "seconds of", "seconds of.")) for q in quotes.values())
     # the last sentence of a paragraph with no final period stays as written
