@@ -8,7 +8,7 @@ DATA ?= ../shared/data
 
 PREFIX ?= $(HOME)/.local
 
-.PHONY: setup install demo lint test bench bench-check bench-loop bench-memory bench-retrieval clean
+.PHONY: setup install demo lint test bench bench-check bench-loop bench-memory bench-retrieval bench-docs clean
 
 setup: $(VENV)/.installed
 
@@ -51,6 +51,18 @@ bench-retrieval: setup
 	$(BIN)/kb eval retrieval --corpus $(DATA)/scifact/corpus.jsonl --queries $(DATA)/scifact/queries.jsonl --qrels $(DATA)/scifact/qrels/dev.tsv --mode all --k 10,100
 	$(BIN)/kb eval retrieval --corpus $(DATA)/cmrc2018/corpus.jsonl --queries $(DATA)/cmrc2018/queries.jsonl --qrels $(DATA)/cmrc2018/qrels/dev.tsv --mode all --k 5,10
 	$(BIN)/python bench/retrieval_scale.py all --pages 10000
+
+# Documents to pages (issue 13): the docs/ folder of a package's source distribution, fetched
+# from PyPI. Another set: make bench-docs DOCS_PKG=name==version DOCS_QUESTIONS=file.json (or empty).
+DOCS_PKG ?= starlette==1.10.0
+DOCS_TMP ?= /tmp/kb-bench-docs
+DOCS_QUESTIONS ?= bench/data/starlette-questions.json
+
+bench-docs: setup
+	rm -rf $(DOCS_TMP) && mkdir -p $(DOCS_TMP)
+	$(BIN)/pip download -q --no-binary :all: --no-deps $(DOCS_PKG) -d $(DOCS_TMP)
+	tar xzf $(DOCS_TMP)/*.tar.gz -C $(DOCS_TMP)
+	$(BIN)/python bench/doc_coverage.py $$(ls -d $(DOCS_TMP)/*/docs) --set $(firstword $(subst ==, ,$(DOCS_PKG))) $(if $(DOCS_QUESTIONS),--questions $(DOCS_QUESTIONS))
 
 # Each benchmark prints its numbers; docs/benchmarks.md records them with the machine.
 bench: bench-check bench-loop bench-memory bench-retrieval

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ci.run import run_checks
 from kb.errors import KbError
 from kb.evidence import add_items, load_ledger
-from kb.intake import prepare
-from kb.page import parse_page
+from kb.intake import PreparedItem, prepare
+from kb.page import Page, parse_page
 from kb.repo import Repo
 from kb.retrieval.search import search
 from kb.scaffold import init_repository
@@ -69,29 +69,33 @@ def fold(text: str) -> str:
     return " ".join(text.split())
 
 
+def body_lines(text: str) -> list[str]:
+    """The lines of a document after its front matter, if any."""
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        return lines[next((n + 1 for n in range(1, len(lines)) if lines[n].strip() == "---"), 0) :]
+    return lines
+
+
+def sentences_of(paragraph: str) -> list[str]:
+    """Sentences of three words or more, folded."""
+    return [f for f in (fold(s) for s in SENTENCE_SPLIT_RE.split(paragraph)) if len(f.split()) >= 3]
+
+
 def scan(text: str) -> dict[str, list[str]]:
     """Code blocks, backticked identifiers, headings and prose sentences of one document."""
-    lines = text.splitlines()
     out: dict[str, list[str]] = {"code blocks": [], "identifiers": [], "headings": [], "sentences": []}
-    start = 0
-    if lines and lines[0].strip() == "---":
-        start = next((n + 1 for n in range(1, len(lines)) if lines[n].strip() == "---"), 0)
     fence: str | None = None
     code: list[str] = []
     paragraph: list[str] = []
 
     def flush() -> None:
-        if paragraph:
-            joined = " ".join(paragraph)
-            for sentence in SENTENCE_SPLIT_RE.split(joined):
-                folded = fold(sentence)
-                if len(folded.split()) >= 3:
-                    out["sentences"].append(folded)
-            paragraph.clear()
+        out["sentences"] += sentences_of(" ".join(paragraph))
+        paragraph.clear()
 
     directive = -1  # indentation of the ::: directive whose options are being skipped
     prose: list[str] = []
-    for line in lines[start:]:
+    for line in body_lines(text):
         indent = len(line) - len(line.lstrip())
         if directive >= 0 and (not line.strip() or indent > directive):
             continue  # the options of a ::: directive
@@ -158,21 +162,12 @@ def is_markup(text: str) -> bool:
     return bool(TAG_RE.search(text)) or text.lstrip().startswith((":::", "!!!", "???", "{%", "[TOC]", "<"))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("docs", type=Path, help="the documentation folder")
-    parser.add_argument("--set", dest="doc_set", default="", help="source prefix (default: the folder's parent's name)")
-    parser.add_argument("--questions", type=Path, help="JSON with questions and expected answer text")
-    parser.add_argument("--keep", type=Path, help="build the repository here instead of a temporary folder")
-    parser.add_argument("--examples", type=int, default=5, help="misses and bad claims to print per measure")
-    args = parser.parse_args()
-    doc_set = args.doc_set or args.docs.resolve().parent.name
-    files = sorted(p for p in args.docs.rglob("*") if p.is_file() and p.suffix.lower() in DOC_SUFFIXES)
-    root = args.keep or Path(tempfile.mkdtemp(prefix="kb-docs-"))
-    repo = init_repository(root / "kb")
+def add_documents(repo: Repo, docs: Path, doc_set: str) -> list[tuple[str, PreparedItem]]:
+    """Every Markdown file of ``docs`` as a document whose source is ``<doc_set>/<relative path>``."""
+    files = sorted(p for p in docs.rglob("*") if p.is_file() and p.suffix.lower() in DOC_SUFFIXES)
     prepared, refused = [], []
     for path in files:
-        rel = path.relative_to(args.docs).as_posix()
+        rel = path.relative_to(docs).as_posix()
         try:
             prepared.append((rel, prepare(path.read_bytes(), path.name, "document", "system", source=f"{doc_set}/{rel}")))
         except KbError as exc:
@@ -181,28 +176,23 @@ def main() -> int:
     print(f"{len(files)} files, {len(prepared)} added as evidence, {len(refused)} refused")
     for line in refused:
         print(f"  refused {line}")
-    started = time.perf_counter()
-    result = run_loop(repo, build_index=True)
-    seconds = time.perf_counter() - started
-    rounds = [f"r{r.record.round}:{r.verdict}" for r in result.reviews]
-    print(f"kb run: {result.status.value} in {seconds:.1f} s ({', '.join(rounds)}) {result.reason}")
-    for review in result.reviews:
-        for c in review.comments[:10]:
-            print(f"  {c.path}:{c.line}: {c.message}")
-    repo = Repo(repo.root)
-    report = run_checks(repo)
-    print(f"kb check on main: {'clean' if report.ok else 'errors'} ({len(report.findings)} finding(s))")
+    return prepared
 
+
+def document_pages(repo: Repo) -> dict[str, Page]:
     pages = {}
     for path in sorted((repo.root / "knowledge").rglob("*.md")):
         rel = path.relative_to(repo.root).as_posix()
         page = parse_page(path.read_text(encoding="utf-8"), rel)
         if "document" in (page.meta.get("tags") or []):
             pages[rel] = page
-    ids = {e.id for e in load_ledger(repo.root)}
-    per_item = {i: sum(1 for p in pages.values() if i in (p.meta.get("sources") or [])) for i in ids}
-    text = fold("\n".join(page_text(p.body) for p in pages.values()))
-    raw_text = "\n".join(page_text(p.body) for p in pages.values())
+    return pages
+
+
+def coverage(pages: dict[str, Page], prepared: list[tuple[str, PreparedItem]], examples: int) -> None:
+    """The share of each measure of the evidence found in the pages, with a few misses."""
+    raw_text = " ".join("\n".join(page_text(p.body) for p in pages.values()).split())
+    text = fold(raw_text)
     found: dict[str, list[int]] = {}
     misses: dict[str, list[str]] = {}
     for rel, item in prepared:
@@ -210,20 +200,19 @@ def main() -> int:
             hits = found.setdefault(measure, [0, 0])
             for value in values:
                 hits[1] += 1
-                haystack = " ".join(raw_text.split()) if measure in ("code blocks", "identifiers") else text
-                if value in haystack:
+                if value in (raw_text if measure in ("code blocks", "identifiers") else text):
                     hits[0] += 1
                 else:
                     misses.setdefault(measure, []).append(f"{rel}: {value[:100]}")
-    print(
-        f"\n{len(pages)} document pages for {len(prepared)} files; items cited by exactly one page: "
-        f"{sum(1 for n in per_item.values() if n == 1)}/{len(per_item)}"
-    )
     for measure, (hit, total) in found.items():
         share = 100.0 * hit / total if total else 100.0
         print(f"{measure:>12}: {hit}/{total} = {share:.1f}%")
-        for miss in misses.get(measure, [])[: args.examples]:
+        for miss in misses.get(measure, [])[:examples]:
             print(f"      missed {miss}")
+
+
+def claim_quality(pages: dict[str, Page], examples: int) -> None:
+    """Sentence claims that are fragments or markup (block claims are whole blocks)."""
     claims = fragments = markup = blocks = 0
     bad: list[str] = []
     for path, page in pages.items():
@@ -241,19 +230,56 @@ def main() -> int:
                 fragments += 1
                 bad.append(f"fragment {path}:{claim.line}: {quote[:80]}")
     print(f"claims: {claims} sentences + {blocks} blocks; fragments {fragments}, markup {markup}")
-    for line in bad[: args.examples * 2]:
+    for line in bad[: examples * 2]:
         print(f"      {line}")
+
+
+def answerability(repo: Repo, questions: Path) -> None:
+    data = json.loads(questions.read_text(encoding="utf-8"))
+    answered = 0
+    for q in data["questions"]:
+        hits = search(repo, q["q"], k=1)
+        passage = " ".join(hits[0].text.split()) if hits else ""
+        ok = " ".join(q["answer"].split()) in passage
+        answered += ok
+        where = f"{hits[0].id}#{hits[0].anchor}" if hits else "no hit"
+        print(f"  {'yes' if ok else 'NO '} {q['q']}  -> {where}")
+    print(f"answerability: {answered}/{len(data['questions'])} answers inside the first result's passage")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("docs", type=Path, help="the documentation folder")
+    parser.add_argument("--set", dest="doc_set", default="", help="source prefix (default: the folder's parent's name)")
+    parser.add_argument("--questions", type=Path, help="JSON with questions and expected answer text")
+    parser.add_argument("--keep", type=Path, help="build the repository here instead of a temporary folder")
+    parser.add_argument("--examples", type=int, default=5, help="misses and bad claims to print per measure")
+    args = parser.parse_args()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="kb-docs-"))
+    repo = init_repository(root / "kb")
+    prepared = add_documents(repo, args.docs, args.doc_set or args.docs.resolve().parent.name)
+    started = time.perf_counter()
+    result = run_loop(repo, build_index=True)
+    seconds = time.perf_counter() - started
+    rounds = [f"r{r.record.round}:{r.verdict}" for r in result.reviews]
+    print(f"kb run: {result.status.value} in {seconds:.1f} s, index build included ({', '.join(rounds)}) {result.reason}")
+    for n, review in enumerate(result.reviews):
+        for c in review.comments[: args.examples]:
+            print(f"  {c.path}:{c.line}: {c.message}")
+        withdrawal = result.revisions[n] if n < len(result.revisions) else None
+        for note in withdrawal.notes if withdrawal else ():
+            print(f"  revision {n + 1}: {note}")
+    repo = Repo(repo.root)
+    report = run_checks(repo)
+    print(f"kb check on main: {'clean' if report.ok else 'errors'} ({len(report.findings)} finding(s))")
+    pages = document_pages(repo)
+    ids = {e.id for e in load_ledger(repo.root)}
+    once = sum(1 for i in ids if sum(1 for p in pages.values() if i in (p.meta.get("sources") or [])) == 1)
+    print(f"\n{len(pages)} document pages for {len(prepared)} files; items cited by exactly one page: {once}/{len(ids)}")
+    coverage(pages, prepared, args.examples)
+    claim_quality(pages, args.examples)
     if args.questions:
-        data = json.loads(args.questions.read_text(encoding="utf-8"))
-        answered = 0
-        for q in data["questions"]:
-            hits = search(repo, q["q"], k=1)
-            passage = " ".join(hits[0].text.split()) if hits else ""
-            ok = " ".join(q["answer"].split()) in passage
-            answered += ok
-            where = f"{hits[0].id}#{hits[0].anchor}" if hits else "no hit"
-            print(f"  {'yes' if ok else 'NO '} {q['q']}  -> {where}")
-        print(f"answerability: {answered}/{len(data['questions'])} answers inside the first result's passage")
+        answerability(repo, args.questions)
     print(f"repository: {repo.root}")
     return 0
 

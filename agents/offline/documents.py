@@ -650,7 +650,6 @@ class Renderer:
         self.doc = doc
         self.linker = linker
         self.citer = citer
-        self.heading_anchors: list[tuple[int, str, str]] = []  # level, text, anchor
         self.lead: list[str] = []  # the first sentences, with their references
 
     def paragraph(self, lines: list[tuple[int, str]]) -> list[str]:
