@@ -191,8 +191,9 @@ def document_pages(repo: Repo) -> dict[str, Page]:
 
 def coverage(pages: dict[str, Page], prepared: list[tuple[str, PreparedItem]], examples: int) -> None:
     """The share of each measure of the evidence found in the pages, with a few misses."""
-    raw_text = " ".join("\n".join(page_text(p.body) for p in pages.values()).split())
-    text = fold(raw_text)
+    joined = "\n".join(page_text(p.body) for p in pages.values())
+    raw_text = " ".join(joined.split())
+    text = fold(joined)  # by lines: a code span never crosses one
     found: dict[str, list[int]] = {}
     misses: dict[str, list[str]] = {}
     for rel, item in prepared:
