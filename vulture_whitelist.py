@@ -36,6 +36,7 @@ _._fingerprints  # kb/config.py: Secrets' @field_validator on allow (fingerprint
 _.rationale  # agents/schemas.py: Submission.rationale, the Proposer's explanation
 _.proposer_model  # pipeline/records.py: ReviewRecord, in the review notes
 _.gate_errors  # pipeline/records.py: ReviewRecord, in the review notes
+_.kept_flagged  # pipeline/records.py: ReviewRecord, in the review notes (issue 13)
 _.merged_at  # pipeline/merge.py: MergeRecord, in reviews/<year>/<slug>.json
 _.embed_seconds  # kb/retrieval/build.py: BuildResult.to_dict(), read by bench/retrieval_scale.py
 

@@ -65,11 +65,27 @@ class ProposalTask:
 
 
 @dataclass(frozen=True)
+class Withdrawal:
+    """What a revision took out of a change because the review flagged it, per rule (a gate
+    rule id, or a comment kind such as ``over_deletion``), and what it kept although flagged:
+    verbatim claims a rule fired on in bulk, which points at the rule, not at the claims."""
+
+    withdrawn: dict[str, int] = field(default_factory=dict)  # rule -> claims withdrawn
+    kept: dict[str, int] = field(default_factory=dict)  # rule -> flagged verbatim claims kept
+    notes: tuple[str, ...] = ()  # one line per rule: how many, why, an example
+
+    @property
+    def total(self) -> int:
+        return sum(self.withdrawn.values())
+
+
+@dataclass(frozen=True)
 class ProposerOutcome:
     claims: int = 0  # new claims written (0 when the agent does not count them)
     closed: int = 0  # older claims closed by newer ones
     usage: Usage = field(default_factory=Usage)
     transcript: dict[str, Any] | None = None  # the run's audit record, saved under .kb/runs/
+    withdrawal: Withdrawal | None = None  # a revision that withdrew claims says how many and why
 
 
 @dataclass(frozen=True)

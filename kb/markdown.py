@@ -14,23 +14,37 @@ import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from markdown_it import MarkdownIt
 
 from kb.ids import EVIDENCE_ID_PATTERN
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 WIKILINK_RE = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]+?))?(?:\|([^\[\]\n]*))?\]\]")
 MDLINK_RE = re.compile(r"(?<![!\\])\[(?!\^)([^\[\]\n]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 FOOTREF_RE = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 FOOTDEF_RE = re.compile(r"^\[\^([^\]\s]+)\]:[ \t]*(.*)$")
 CITATION_RE = re.compile(rf'^({EVIDENCE_ID_PATTERN})#L(\d+)(?:-L?(\d+))?\s+"((?:[^"\\]|\\.)*)"\s*$')
+REFS_ONLY_RE = re.compile(r"^\s*(?:\[\^[^\]\s]+\]\s*)+$")
+# the closing token of a block that a paragraph of references may follow -> its opening token
+BLOCK_CLOSERS = {
+    "bullet_list_close": "bullet_list_open",
+    "ordered_list_close": "ordered_list_open",
+    "table_close": "table_open",
+    "blockquote_close": "blockquote_open",
+}
 CODESPAN_RE = re.compile(r"(`+)(?:.|\n)*?\1")
 # A sentence ends at terminal punctuation, with its footnote references; a closing quotation mark
 # may stand between the two (`Jo said: "I moved."[^1]`), but only when references follow, so that
 # a quoted sentence inside a sentence does not end it. References at the very end of a block stay
-# with their sentence (Chinese text needs no space after 。, so this matters there).
-SENTENCE_END_RE = re.compile(r"[.!?。！？](?:[\"”’」』]*(?:\[\^[^\]\s]+\])+)?(?:\s+|\Z|(?=\S)(?<=[。！？\]]))|\n(?=\s*[-*+] )")
+# with their sentence (Chinese text needs no space after 。, so this matters there). The period of
+# "e.g.", "i.e.", "etc.", "vs." and "cf." ends no sentence.
+SENTENCE_END_RE = re.compile(
+    r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)(?<!\bEg)[.!?。！？](?:[\"”’」』]*(?:\[\^[^\]\s]+\])+)?(?:\s+|\Z|(?=\S)(?<=[。！？\]]))|\n(?=\s*[-*+] )"
+)
 
 
 @dataclass(frozen=True)
@@ -64,11 +78,15 @@ class Citation:
 
 @dataclass(frozen=True)
 class Claim:
-    """A sentence (or list item) that carries footnote references."""
+    """A sentence (or list item) that carries footnote references; or a *block claim*: a code
+    block, table, list, block quote or HTML block followed by a paragraph holding only footnote
+    references, whose text is the block's source lines and ``block`` its file lines (first line
+    of the block, line of the references)."""
 
     text: str
     line: int
     labels: tuple[str, ...]
+    block: tuple[int, int] | None = None
 
 
 @dataclass
@@ -161,6 +179,17 @@ def parse_structure(body: str, line_offset: int = 0) -> Structure:
             inline = tokens[i + 1]
             headings.append((int(tok.tag[1]), inline.content.strip(), tok.map[0]))
         elif tok.type == "inline" and tok.map and tokens[i - 1].type != "heading_open":
+            before = _block_before(tokens, i - 1) if REFS_ONLY_RE.match(tok.content) else None
+            if before is not None and before.map:
+                start, end = before.map
+                while end > start + 1 and not lines[end - 1].strip(" \t>"):
+                    end -= 1  # a block's map can end on a blank (or quote-only) line
+                text = "\n".join(lines[start:end])
+                refs = tok.map[0] + 1 + line_offset
+                structure.claims.append(
+                    Claim(text, start + 1 + line_offset, tuple(FOOTREF_RE.findall(tok.content)), (start + 1 + line_offset, refs))
+                )
+                continue
             _scan_inline(tok.content, tok.map[0] + 1 + line_offset, structure)
     anchors = unique_anchors([title for _, title, _ in headings])
     total = len(lines)
@@ -182,6 +211,25 @@ def parse_structure(body: str, line_offset: int = 0) -> Structure:
         if match:
             structure.citations.append(parse_citation(match.group(1), idx + 1 + line_offset, match.group(2)))
     return structure
+
+
+def _block_before(tokens: list[Token], opener: int) -> Token | None:
+    """The block (code, table, list, quote, HTML) just before the paragraph opened at
+    ``tokens[opener]`` in the same container, or None."""
+    level = tokens[opener].level
+    j = opener - 1
+    while j >= 0 and tokens[j].level > level:
+        j -= 1
+    if j < 0 or tokens[j].level != level or tokens[opener].type != "paragraph_open":
+        return None
+    tok = tokens[j]
+    if tok.type in ("fence", "code_block", "html_block"):
+        return tok
+    if tok.type in BLOCK_CLOSERS:
+        for k in range(j, -1, -1):
+            if tokens[k].level == level and tokens[k].type == BLOCK_CLOSERS[tok.type]:
+                return tokens[k]
+    return None
 
 
 def _scan_inline(content: str, first_line: int, structure: Structure) -> None:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from agents.llm import Usage, budget_for, check_budget
 from agents.loop import stopped_run
-from agents.protocols import ProposalTask
+from agents.protocols import ProposalTask, Withdrawal
 from kb.errors import KbError
 from kb.repo import Repo
 from pipeline.backend import branch_backend
 from pipeline.merge import MergeResult, merge_branch
 from pipeline.propose import Proposal, branch_diff, close_open_branch, evidence_items, propose, select_evidence, trailers_for
-from pipeline.records import set_status
+from pipeline.records import count_trailers, set_status
 from pipeline.review import ReviewResult, branch_base, clean_workspace, review_branch
 from pipeline.roles import make_agents
 from pipeline.runs import save_transcript
@@ -39,6 +39,7 @@ class RunResult:
     status: RunStatus = RunStatus.NOTHING_TO_DO
     reason: str = ""
     usage: Usage = field(default_factory=Usage)
+    revisions: list[Withdrawal | None] = field(default_factory=list)  # after each review that asked for changes
 
 
 def feedback_text(review: ReviewResult) -> str:
@@ -52,6 +53,23 @@ def feedback_text(review: ReviewResult) -> str:
         lines.append("Reviewer comments:")
         lines += [f"- {c.where()}" for c in reviewer_comments]
     return "\n".join(lines)
+
+
+def revision_message(round_no: int, withdrawal: Withdrawal | None) -> tuple[str, dict[str, str]]:
+    """The revision commit's message (the withdrawal notes, one per rule) and its count trailers."""
+    message = f"Revise after review round {round_no}"
+    if withdrawal is None:
+        return message, {}
+    notes = "\n".join(withdrawal.notes)
+    return message + (f"\n\n{notes}" if notes else ""), count_trailers(withdrawal.withdrawn, withdrawal.kept)
+
+
+def no_change_reason(round_no: int, withdrawal: Withdrawal | None) -> str:
+    reason = f"round {round_no}: the Proposer made no change in response to the review"
+    if withdrawal is not None and withdrawal.kept:
+        kept = ", ".join(f"{rule} ({n})" for rule, n in sorted(withdrawal.kept.items()))
+        reason += f"; it kept the verbatim claims flagged by {kept}: a rule that fires on most verbatim claims is a rule bug"
+    return reason
 
 
 def run_loop(
@@ -121,10 +139,13 @@ def _run_locked(repo: Repo, ids: list[str] | None, since: str | None, user_speak
         if outcome.transcript is not None:
             save_transcript(Path(proposal.run_dir), f"proposer-revision-{round_no}", outcome.transcript)
         result.usage = result.usage + outcome.usage
-        trailers = trailers_for(proposal.evidence_ids, proposal.base, agents.proposer.identity, round_no + 1)
+        withdrawal = outcome.withdrawal
+        result.revisions.append(withdrawal)
+        message, counts = revision_message(round_no, withdrawal)
+        trailers = trailers_for(proposal.evidence_ids, proposal.base, agents.proposer.identity, round_no + 1) | counts
         changed = str(workspace.head().id) != before  # a model's reads committed some writes already
-        if workspace.commit(f"Revise after review round {round_no}", trailers, allow_empty=changed) is None:
-            result.reason = f"round {round_no}: the Proposer made no change in response to the review"
+        if workspace.commit(message, trailers, allow_empty=changed) is None:
+            result.reason = no_change_reason(round_no, withdrawal)
             break
     head = clean_workspace(repo, proposal.branch).head()
     set_status(

@@ -54,6 +54,9 @@ class ReviewRecord:
     usage: dict[str, Any] = field(default_factory=dict)
     signer: str = ""  # the allowed-signers principal of the reviewing process
     signature: str = ""  # SSH signature (namespace kb-review) over ``payload()``
+    # what the revision before this review withdrew, and kept although flagged, per rule
+    withdrawn: dict[str, int] = field(default_factory=dict)
+    kept_flagged: dict[str, int] = field(default_factory=dict)
 
     @field_validator("at")
     @classmethod
@@ -180,3 +183,26 @@ def set_status(repo: Repo, commit: str, status: str, detail: dict[str, Any]) -> 
 def status_of(repo: Repo, commit: str) -> dict[str, Any] | None:
     records = _read_note(repo, STATUS_REF, commit)
     return records[-1] if records else None
+
+
+WITHDRAWN_TRAILER = "Kb-Withdrawn"
+KEPT_TRAILER = "Kb-Kept-Flagged"
+
+
+def count_trailers(withdrawn: dict[str, int], kept: dict[str, int]) -> dict[str, str]:
+    """Trailers of a revision commit: ``Kb-Withdrawn: grounding.negation=3, citation.quote=1``."""
+    out = {}
+    for name, counts in ((WITHDRAWN_TRAILER, withdrawn), (KEPT_TRAILER, kept)):
+        if counts:
+            out[name] = ", ".join(f"{rule}={n}" for rule, n in sorted(counts.items()))
+    return out
+
+
+def parse_counts(value: str) -> dict[str, int]:
+    """``a=3, b=1`` -> {"a": 3, "b": 1}; anything else in the value is ignored."""
+    out = {}
+    for part in value.split(","):
+        rule, _, n = part.strip().partition("=")
+        if rule and n.isdigit():
+            out[rule] = int(n)
+    return out

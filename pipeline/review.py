@@ -21,7 +21,7 @@ from kb.errors import ConflictError, KbError
 from kb.repo import Repo, diff_trees
 from kb.scopes import KNOWLEDGE_DIR, PAGE_FOLDERS, folder_for_scope, scope_for_path
 from pipeline.backend import branch_backend
-from pipeline.records import ReviewRecord, ReviewSigner, add_review, proposal_info
+from pipeline.records import KEPT_TRAILER, WITHDRAWN_TRAILER, ReviewRecord, ReviewSigner, add_review, parse_counts, proposal_info
 from pipeline.roles import Agents, make_agents
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import WRITABLE, Workspace, open_workspace
@@ -128,6 +128,8 @@ def _review_branch(repo: Repo, branch: str, round_no: int, agents: Agents | None
         gate_errors=len(gate.errors),
         comments=[c.model_dump() for c in outcome.comments],
         usage=outcome.usage.to_dict(),
+        withdrawn=parse_counts(info.get(WITHDRAWN_TRAILER, "")),
+        kept_flagged=parse_counts(info.get(KEPT_TRAILER, "")),
     )
     record = signer.sign(record)
     add_review(repo, record)

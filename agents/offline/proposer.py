@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.backend import WriteBackend
+from agents.offline.documents import plan_document_pages
 from agents.offline.extractive import (
     INSTRUCTION_RE,
     SENTENCE_RE,
@@ -24,12 +25,13 @@ from agents.offline.extractive import (
     label_for,
     topic_of,
 )
+from agents.offline.indexes import new_index, upsert_index_entry
 from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
 from kb.injection import unsafe_statement
 from kb.markdown import slugify
-from kb.page import page_id_for_path, parse_page, render_page
+from kb.page import page_id_for_path, parse_page
 from kb.scopes import SYSTEM, user_of
 from kb.tokens import count_tokens
 
@@ -82,32 +84,6 @@ def _source(statement: Statement) -> str:
 
 def _entry(statement: Statement, suffix: str = "") -> Entry:
     return Entry(f"{statement.claim}[^{label_for(statement)}]{suffix}", label_for(statement), citation_line(statement))
-
-
-# ---- index pages -------------------------------------------------------------------------
-
-
-def upsert_index_entry(text: str, path: str, child_id: str, l0: str) -> str:
-    """Add or refresh ``- [[child]]: L0`` in a folder index page, keeping everything else."""
-    page = parse_page(text, path)
-    line = f"- [[{child_id}]]: {l0}"
-    pattern = re.compile(rf"^\s*[-*+]\s+\[\[{re.escape(child_id)}(?:[#|][^\]]*)?\]\].*$", re.M)
-    body = page.body
-    if pattern.search(body):
-        body = pattern.sub(lambda _: line, body, count=1)
-    else:
-        entries = list(re.finditer(r"^\s*[-*+]\s+\[\[[^\]]+\]\].*$", body, re.M))
-        if entries:
-            end = entries[-1].end()
-            body = body[:end] + "\n" + line + body[end:]
-        else:
-            body = body.rstrip("\n") + ("\n\n## Pages\n\n" if "## Pages" not in body else "\n\n") + line + "\n"
-    return render_page(page.meta, body)
-
-
-def new_index(folder: str, title: str, summary: str, scope: str) -> str:
-    meta = {"id": f"{folder}/index", "type": "index", "title": title, "summary": summary, "scope": scope, "status": "active"}
-    return render_page(meta, f"# {title}\n\n## Overview\n\n{summary}\n\n## Pages\n\n")
 
 
 # ---- documents ---------------------------------------------------------------------------
@@ -428,8 +404,14 @@ def plan_task(task: ProposalTask, read: ReadPage) -> list[Plan]:
     """The pages to write for a task: one plan for shared documents, one per user."""
     plans = []
     system = [i for i in task.evidence if i.scope == SYSTEM]
-    if system:
-        plans.append(plan_documents(system, read))
+    documents = [i for i in system if i.kind == "document"]
+    others = [i for i in system if i.kind != "document"]
+    written: dict[str, str] = {}
+    if documents:  # one faithful page per source file (agents.offline.documents)
+        done = plan_document_pages(documents, read, written)
+        plans.append(Plan(dict(written), done.claims, done.closed, tuple(i.id for i in documents)))
+    if others:
+        plans.append(plan_documents(others, lambda path: written.get(path) or read(path)))
     for user in sorted({u for i in task.evidence if (u := user_of(i.scope))}):
         mine = [i for i in task.evidence if i.scope == f"user:{user}"]
         speakers = task.user_speakers.get(user, ())
@@ -445,8 +427,14 @@ class OfflineProposer:
 
     def propose(self, task: ProposalTask, backend: WriteBackend) -> ProposerOutcome:
         if task.is_revision:
-            withdraw_flagged(backend, task.comments)
-            return ProposerOutcome()
+            withdrawal = withdraw_flagged(backend, task.comments)
+            audit: dict[str, object] = {
+                "agent": self.identity.model,
+                "withdrawn": withdrawal.withdrawn,
+                "kept": withdrawal.kept,
+                "notes": list(withdrawal.notes),
+            }
+            return ProposerOutcome(transcript=audit, withdrawal=withdrawal)
         claims = closed = 0
         for plan in plan_task(task, backend.page_text):
             for path, text in sorted(plan.writes.items()):

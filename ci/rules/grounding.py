@@ -21,7 +21,7 @@ from typing import Literal
 from ci.findings import Finding
 from ci.rules import factcheck as fc
 from ci.snapshot import Snapshot, normalise_quote
-from kb.markdown import FOOTDEF_RE, FOOTREF_RE, SENTENCE_END_RE
+from kb.markdown import CODESPAN_RE, FOOTDEF_RE, FOOTREF_RE, SENTENCE_END_RE
 from kb.page import Page
 from kb.scopes import user_of
 
@@ -196,9 +196,10 @@ def _negation_problems(claim: str, evidence: Evidence) -> list[Ungrounded]:
         return [Ungrounded("grounding.negation", "the claim is negated but the cited evidence is not")]
     if not claim_neg:
         for cited in evidence.cited:
-            context = cited.context()
+            # code is not a negation (`None`, `not x`): the page parser blanks it in claim text
+            context = CODESPAN_RE.sub(" ", cited.context())
             if fc.negated(context):
-                quoted = "the quote" if fc.negated(cited.quote) else "the cited sentence around the quote"
+                quoted = "the quote" if fc.negated(CODESPAN_RE.sub(" ", cited.quote)) else "the cited sentence around the quote"
                 return [Ungrounded("grounding.negation", f"{quoted} is negated ({context.strip()[:80]!r}) but the claim is not")]
     return []
 

@@ -101,10 +101,16 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
     )
     for note in result.proposal.notes:
         echo(f"note: {note}")
-    for r in result.reviews:
+    for n, r in enumerate(result.reviews):
         echo(f"round {r.record.round}: {r.verdict} by {r.record.reviewer_model} ({len(r.comments)} comment(s))")
         for c in r.comments[:10]:
             echo(f"    {c.path}:{c.line}: {c.message}")
+        withdrawal = result.revisions[n] if n < len(result.revisions) else None
+        if withdrawal is not None:  # no silent loss: what the revision took out, per rule, and why
+            counts = ", ".join(f"{rule} {k}" for rule, k in sorted(withdrawal.withdrawn.items()))
+            echo(f"revision {n + 1}: withdrew {withdrawal.total} claim(s){': ' + counts if counts else ''}")
+            for note in withdrawal.notes:
+                echo(f"    {note}")
     if result.merge is not None:
         echo(f"merged as {result.merge.commit[:10]}; review record {result.merge.record_path}")
         if result.merge.index is not None:

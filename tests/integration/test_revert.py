@@ -20,12 +20,12 @@ def test_revert_of_a_merge_then_index_build_removes_its_pages(tmp_path: Path) ->
     result = run_loop(repo)  # merges and builds the index
     assert result.status is RunStatus.MERGED
     for mode in ("bm25", "dense", "hybrid"):
-        assert [h.id for h in search(repo, "daily meal allowance", k=3, mode=mode)][0] == "knowledge/company-travel-policy"
+        assert [h.id for h in search(repo, "daily meal allowance", k=3, mode=mode)][0] == "knowledge/travel-policy"
     merge = repo.head()
     # the git binary commits as the identity pinned in tests/conftest.py
     subprocess.run(["git", "revert", "--no-edit", "-m", "1", str(merge.id)], cwd=repo.root, check=True, capture_output=True)
     repo = Repo(repo.root)
-    assert not (repo.root / "knowledge/company-travel-policy.md").exists()
+    assert not (repo.root / "knowledge/travel-policy.md").exists()
     build_index(repo)
     for mode in ("bm25", "dense", "hybrid"):
-        assert "knowledge/company-travel-policy" not in [h.id for h in search(repo, "daily meal allowance", k=10, mode=mode)]
+        assert "knowledge/travel-policy" not in [h.id for h in search(repo, "daily meal allowance", k=10, mode=mode)]

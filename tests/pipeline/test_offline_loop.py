@@ -154,7 +154,7 @@ def test_over_deletion_does_not_converge_and_is_marked_needs_human(sample_repo: 
         repo, b"# Company travel policy\n\n## Hotels\n\nHotels up to 150 EUR per night are allowed.\n", "policy-2.md", "document"
     )
 
-    path = "knowledge/company-travel-policy.md"
+    path = "knowledge/travel-policy.md"
     kept = [line for line in (repo.root / path).read_text().splitlines() if "meal allowance" not in line]
     submit = Call("submit", json.dumps({"title": "Tidy the policy", "rationale": "Shorter.", "evidence_ids": [extra]}))
     # round 1 deletes a supported claim; the revisions change nothing more

@@ -14,7 +14,7 @@ from ci.gate import run_gate
 from ci.rules.grounding import Cited, Evidence, Reader, Ungrounded, check_page_grounding, check_statement
 from ci.rules.page_grounding import check_page_facts
 from ci.snapshot import Snapshot
-from kb.markdown import format_citation
+from kb.markdown import format_citation, parse_structure
 from kb.page import Page, parse_page
 from kb.repo import Repo
 from tests.builders import add_conversation, add_evidence, make_repo, page_for, write
@@ -264,3 +264,15 @@ def test_parse_page_of_a_sample_stays_unflagged(alice: tuple[Repo, str]) -> None
     text = page_for(PAGE, "Alice's profile", "Nothing is recorded yet.", "# Alice\n\n- to be filled in\n")
     assert isinstance(parse_page(text, PAGE), Page)
     assert _check(repo, text) == []
+
+
+def test_code_in_the_quote_is_not_a_negation_the_claim_drops() -> None:
+    # the page parser blanks code spans in claim text, so a verbatim claim with `None` or `not`
+    # in code read as "dropping" the quote's negation (issue 13: 46 correct claims withdrawn)
+    quote = "The default timeout is `None`, and `not x` is code."
+    claim = parse_structure(f"{quote}[^1]\n").claims[0]
+    assert check_claim(claim.text, quote, quote) == []
+    # a negation in the prose of the quote still counts
+    claim = parse_structure("The default timeout is `None`.[^1]\n").claims[0]
+    dropped = check_claim(claim.text, "The default timeout is not `None`.", "")
+    assert [p.rule for p in dropped] == ["grounding.negation"]
