@@ -33,6 +33,7 @@ FIELD_ORDER = (
     "supersedes",
     "superseded_by",
     "sources",
+    "origin",
     "verified",
     "tags",
     "facts",

@@ -796,8 +796,8 @@ def render_document(doc: Document, linker: Linker, existing: str | None) -> tupl
     if valid_from:
         meta["valid_from"] = valid_from
     meta["sources"] = sources
+    meta["origin"] = doc.source or doc.item.id
     meta["tags"] = [GENERATED_TAG, "document"]
-    meta["facts"] = [{"key": "document", "value": doc.source or doc.item.id, "source": doc.item.id}]
     return render_page(meta, text), citer.new, closed
 
 
@@ -954,7 +954,9 @@ def _document_fact(text: str, path: str) -> str | None:
         page = parse_page(text, path)
     except Exception:  # a page that does not parse is nobody's document page
         return None
-    for fact in page.meta.get("facts") or []:
+    if page.meta.get("origin"):
+        return str(page.meta["origin"])
+    for fact in page.meta.get("facts") or []:  # pages written before `origin` existed
         if isinstance(fact, dict) and fact.get("key") == "document":
             return str(fact.get("value"))
     return None

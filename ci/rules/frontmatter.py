@@ -88,6 +88,7 @@ TYPE_RULES: dict[str, Callable[[str, Any], str | None]] = {
     "superseded_by": _str_list_problem,
     "tags": _str_list_problem,
     "sources": _sources_problem,
+    "origin": _text_problem,
     "verified": _verified_problem,
     "facts": _facts_problem,
 }

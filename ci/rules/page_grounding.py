@@ -23,7 +23,18 @@ from typing import Any
 
 from ci.findings import Finding, RuleId
 from ci.rules import factcheck as fc
-from ci.rules.grounding import Cited, Evidence, Reader, bullets, check_statement, resolve, same_speaker, split_sentences, statements
+from ci.rules.grounding import (
+    Cited,
+    Evidence,
+    Reader,
+    bullets,
+    check_statement,
+    link_bullet,
+    resolve,
+    same_speaker,
+    split_sentences,
+    statements,
+)
 from ci.snapshot import Snapshot
 from kb.markdown import FOOTREF_RE, Citation
 from kb.page import OVERVIEW_HEADING, Page
@@ -225,13 +236,17 @@ def _timeline(page: Page, cites: dict[str, Cited]) -> list[Finding]:
 # ---- L0 summary and Overview ---------------------------------------------------------------
 
 
+_OUTLINE_LABEL_RE = re.compile(r"^\s*\S+(?:\s+\S+){0,5}:\s*$")  # "Sections of this page:" introduces the outline
+
+
 def _overview_statements(page: Page) -> list[tuple[str, int]]:
     overview = next((s for s in page.structure.sections if s.level == 2 and s.title.strip() == OVERVIEW_HEADING), None)
     out: list[tuple[str, int]] = []
     if overview is None:
         return out
     for bullet in bullets(page):
-        if bullet.section == OVERVIEW_HEADING and not FOOTREF_RE.search(bullet.text):
+        # a link-only bullet is the page's outline (a section or page named), not a statement
+        if bullet.section == OVERVIEW_HEADING and not FOOTREF_RE.search(bullet.text) and not link_bullet(bullet.text):
             out.extend(split_sentences(bullet.text, bullet.line))
     lines = page.body.splitlines()
     for n in range(overview.line + 1, overview.end_line + 1):
@@ -241,6 +256,7 @@ def _overview_statements(page: Page) -> list[tuple[str, int]]:
             and not re.match(r"^\s*(?:[-*+]|\d+[.)])\s", text)
             and not FOOTREF_RE.search(text)
             and not text.startswith(("#", "[^"))
+            and not _OUTLINE_LABEL_RE.match(text)
         ):
             out.extend(split_sentences(text, n))
     return out

@@ -222,6 +222,16 @@ def test_l0_and_overview_must_be_backed_by_cited_claims(alice: tuple[Repo, str])
     ]
 
 
+def test_an_overview_outline_names_sections_without_stating_facts(alice: tuple[Repo, str]) -> None:
+    repo, ev = alice
+    outline = "## Overview\n\nSections of this page:\n\n- [Expenses](#expenses)\n- [[knowledge/index]]\n\n"
+    assert _check(repo, _page(ev, outline + FAITHFUL)) == []
+    text = _page(ev, outline.replace("- [[knowledge/index]]", "- Expenses are paid by Tom.") + FAITHFUL)
+    findings = _check(repo, text)
+    assert {(f.rule, f.line) for f in findings} == {("grounding.summary", _line(text, "paid by Tom"))}
+    assert any("the name 'Tom'" in f.message for f in findings)
+
+
 def test_a_closed_fact_stated_again_as_current_is_caught(alice: tuple[Repo, str]) -> None:
     repo, ev = alice
     cards = [
