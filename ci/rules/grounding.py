@@ -359,8 +359,12 @@ def check_page_grounding(snapshot: Snapshot, page: Page) -> list[Finding]:
     found, uncited = statements(page)
     out = [f for s in found for problems in _problems(s, cites, reader) for f in _findings(page, s, problems)]
     if is_sourced(page) and page.meta.get("type") != "index":
+        # a list kept verbatim as a block claim is cited as a whole by the references after it
+        blocks = [c.block for c in page.structure.claims if c.block is not None]
         for bullet in uncited:
             if bullet.section == "Overview" or SKIP_SECTIONS.match(bullet.section) or link_bullet(bullet.text):
+                continue
+            if any(first <= bullet.line <= last for first, last in blocks):
                 continue
             out.append(
                 Finding(

@@ -130,6 +130,14 @@ def _line(text: str, needle: str) -> int:
 FAITHFUL = '## Identity\n\n- Alice now lives in Munich.[^4]\n- Alice said: "My daughter Mia is 7 and has 2 cats."[^3]\n- The assistant said the Berlin office opens on Monday.[^2]\n\n## History\n\n- Alice moved to Berlin.[^1] _(no longer current since 2025-06-18)_'
 
 
+def test_a_list_kept_as_a_block_claim_is_cited_as_a_whole(alice: tuple[Repo, str]) -> None:
+    repo, ev = alice
+    block = "## Moves\n\n- I moved to Berlin last week.\n- I now live in Munich.\n\n[^1][^4]\n\n"
+    assert _check(repo, _page(ev, block + FAITHFUL)) == []
+    text = _page(ev, block.replace("[^1][^4]\n\n", "") + FAITHFUL)  # the same list without its references
+    assert {rule for rule, _ in _rules(_check(repo, text))} == {"grounding.uncited"}
+
+
 def test_a_faithful_page_passes_every_rule(alice: tuple[Repo, str]) -> None:
     repo, ev = alice
     assert _check(repo, _page(ev, FAITHFUL)) == []
