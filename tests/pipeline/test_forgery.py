@@ -239,7 +239,7 @@ def test_a_branch_without_proposer_trailers_is_refused(cli, sample_repo) -> None
 def test_the_deterministic_reviewer_refuses_at_merge_whatever_the_notes_say(cli, sample_repo) -> None:
     repo, ids = sample_repo
     assert run_loop(repo, ids=[ids["policy"]], build_index=False).merge is not None
-    path = "knowledge/company-travel-policy.md"
+    path = "knowledge/travel-policy.md"
     base = str(repo.head().id)
     workspace = open_workspace(repo, "kb/tidy-policy")
     kept = [line for line in workspace.read_text(path).splitlines() if "meal allowance" not in line]

@@ -13,7 +13,7 @@ from kb.repo import Repo
 from pipeline.eval.gate import Material, draw_mutants, load_corpus, run_gate_bench
 from pipeline.eval.mutations import OPERATORS, Corpus, PageView, evidence_added_on_branch, negation_removed_quote_trimmed
 
-POLICY = "knowledge/company-travel-policy.md"
+POLICY = "knowledge/travel-policy.md"
 
 
 @pytest.fixture(scope="module")
