@@ -45,6 +45,23 @@ def words(text: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in _WORD_RE.findall(fold(text).lower()))
 
 
+def word_parts(text: str) -> frozenset[str]:
+    """``words`` with hyphenated words also split into their stemmed parts ("well-being")."""
+    out = set(words(text))
+    for w in _WORD_RE.findall(fold(text).lower()):
+        if "-" in w:
+            out.update(_stem(part) for part in w.split("-"))
+    return frozenset(out)
+
+
+def is_number_word(word: str) -> bool:
+    return word in _SMALL or word in _SCALES
+
+
+def stem(word: str) -> str:
+    return _stem(word)
+
+
 def _stem(word: str) -> str:
     word = word.removesuffix("'s").removesuffix("'")
     for suffix in ("ies", "es", "s", "ed", "ing", "ly"):

@@ -5,6 +5,7 @@ evidence added by the change itself)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ from tests.builders import add_conversation, add_evidence, make_repo, page_for, 
 def check_claim(claim: str, quote: str, span: str) -> list[Ungrounded]:
     """A claim read against one citation: its quote and its cited lines."""
     lines = tuple(span.splitlines())
-    return check_statement(claim, Evidence([Cited("1", "ev-0", 1, len(lines), quote, lines)]), Reader())
+    conversation = bool(re.match(r"^(?:\[[^\]]+\] )?\w+ \(D\d+:\d+\): ", span))  # a span written as a LoCoMo line
+    return check_statement(claim, Evidence([Cited("1", "ev-0", 1, len(lines), quote, lines, conversation)]), Reader())
 
 
 def test_grounding_problems_carry_their_rule() -> None:
@@ -70,6 +72,55 @@ CLAIMS = [
     # negation: the cited sentence around a trimmed quote counts
     ("The ticket is refundable.[^1]", "refundable", "The ticket is not refundable.", ["grounding.negation"]),
     ("The ticket is not refundable.[^1]", "refundable", "The ticket is not refundable.", []),
+    # a negated claim needs a negated cited sentence: a negation elsewhere on the line does not count
+    (
+        'Maria said: "You\'re not always dreaming up ways to help."[^1]',
+        "You're always dreaming up ways to help.",
+        "Maria (D14:2): You're doing great. You're always dreaming up ways to help. Don't be afraid to take risks.",
+        ["grounding.negation"],
+    ),
+    (
+        'Maria said: "Don\'t be afraid to take risks."[^1]',
+        "Don't be afraid to take risks.",
+        "Maria (D14:2): You're doing great. You're always dreaming up ways to help. Don't be afraid to take risks.",
+        [],
+    ),
+    # a direct quotation is the speaker's words: a word changed in it is caught ("week" -> "month"),
+    # a contraction, a number or a date written another way is not
+    (
+        'Jon said: "I\'m getting ready for a dance comp next year."[^1]',
+        "I'm getting ready for a dance comp next month.",
+        "[2023-02-04T10:43:00] Jon (D4:13): I'm getting ready for a dance comp next month. Super stoked!",
+        ["grounding.wording"],
+    ),
+    (
+        'Jon said: "I am getting ready for a dance comp next month with 2 friends."[^1]',
+        "I'm getting ready for a dance comp next month with two friends.",
+        "[2023-02-04T10:43:00] Jon (D4:13): I'm getting ready for a dance comp next month with two friends.",
+        [],
+    ),
+    (
+        'Tim said: "We talked characters and maybe collab-ing with our well-being in mind."[^1]',
+        "We talked characters and maybe collab-ing with our well-being in mind.",
+        "Tim (D1:1): We talked characters and maybe collab-ing with our well-being in mind.",
+        [],
+    ),
+    # a claim that shares almost none of its words with what it cites: the wrong line
+    (
+        "Jon met some investors and got some good advice.[^1]",
+        "Taking your advice, I'm sprucing up my biz plan and tweaking my pitch to investors.",
+        "Jon (D18:10): Taking your advice, I'm sprucing up my biz plan and tweaking my pitch to investors.",
+        ["grounding.wording"],
+    ),
+    (
+        "Jon met some investors and got some good advice.[^1]",
+        "I met some investors and got some good advice.",
+        "Jon (D18:8): I met some investors and got some good advice.",
+        [],
+    ),
+    # the digits of a conversation line's turn id ("(D20:3)") are not a number the line states
+    ("Tim did it 3 times. Tim appreciates it.[^1]", "I appreciate it.", "[2023-12-01T09:52:00] Tim (D20:3): I appreciate it.", ["grounding.number"]),
+    ("Tim did it 3 times.[^1]", "I did it 3 times.", "[2023-12-01T09:52:00] Tim (D20:4): I did it 3 times.", []),
 ]
 
 
