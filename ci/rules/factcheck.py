@@ -387,6 +387,33 @@ def _only(years: set[int]) -> int | None:
     return next(iter(years)) if len(years) == 1 else None
 
 
+_REL_DIRECTION = {"last": "past", "past": "past", "previous": "past", "next": "next", "coming": "next", "this": "this"}
+_REL_UNITS = "week|weekend|month|year|summer|winter|spring|fall|autumn|semester|season|night|morning|afternoon|evening|" + "|".join(WEEKDAYS)
+_RELATIVE_RE = re.compile(
+    rf"\b(?:(?P<dir>last|past|previous|next|coming|this)\s+(?P<unit>{_REL_UNITS})s?|(?P<day>yesterday|tomorrow|tonight|today)"
+    rf"|(?P<agounit>day|week|month|year)s?\s+ago)\b",
+    re.IGNORECASE,
+)
+
+
+def relative_dates(text: str) -> list[tuple[str, str, str]]:
+    """Relative time references ("last week", "next month", "yesterday", "two weeks ago") as
+    (text, direction, unit): another unit or direction is another time."""
+    out = []
+    for m in _RELATIVE_RE.finditer(fold(text)):
+        if m.group("dir"):
+            out.append((m.group(0), _REL_DIRECTION[m.group("dir").lower()], m.group("unit").lower()))
+        elif m.group("day"):
+            out.append((m.group(0), m.group("day").lower(), "day"))
+        else:
+            out.append((m.group(0), "ago", m.group("agounit").lower()))
+    return out
+
+
+def relative_date_supported(claim: tuple[str, str, str], evidence: Iterable[tuple[str, str, str]]) -> bool:
+    return any(claim[1:] == e[1:] for e in evidence)
+
+
 def years_of(text: str) -> set[int]:
     return {int(y) for y in re.findall(r"(?<!\d)((?:19|20)\d{2})(?!\d)", fold(text))}
 

@@ -174,6 +174,10 @@ def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungro
         if not fc.date_supported(d, ev_dates, years):
             problems.append(Ungrounded("grounding.date", f"the date {d.text!r} is not in the cited evidence"))
         blanked = blanked[: d.start] + " " * (d.end - d.start) + blanked[d.end :]
+    ev_relative = fc.relative_dates(evidence.text)
+    for rel in fc.relative_dates(claim):
+        if not fc.relative_date_supported(rel, ev_relative):
+            problems.append(Ungrounded("grounding.date", f"the time {rel[0]!r} is not in the cited evidence"))
     problems += _quantity_problems(blanked, evidence)
     problems += _negation_problems(claim, evidence)
     for q in fc.quantifiers(claim):

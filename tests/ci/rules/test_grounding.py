@@ -61,6 +61,11 @@ CLAIMS = [
     ("The trip starts on Saturday, 1 March 2025.[^1]", "starts on 2025-03-01", "It starts on 2025-03-01.", []),
     ("The trip is in June.[^1]", "The trip is in May.", "The trip is in May.", ["grounding.date"]),
     ("The trip is in May.[^1]", "The trip is in May.", "The trip is in May.", []),
+    # relative times: another unit or direction is another time
+    ("We held a benefit game last month.[^1]", "I held a benefit game last week.", "I held a benefit game last week.", ["grounding.date"]),
+    ("We held a benefit game last week.[^1]", "I held a benefit game last week.", "I held a benefit game last week.", []),
+    ("We went camping a few months ago.[^1]", "We went camping a few weeks ago.", "We went camping a few weeks ago.", ["grounding.date"]),
+    ("We went camping a few weeks ago.[^1]", "We went camping a few weeks ago.", "We went camping a few weeks ago.", []),
     # proper nouns: a swapped name is caught
     ("Her manager is Jonas Becker.[^1]", "My manager is Jonas Weber.", "My manager is Jonas Weber.", ["grounding.name"]),
     ("Her manager is Jonas Weber.[^1]", "My manager is Jonas Weber.", "My manager is Jonas Weber.", []),
@@ -85,10 +90,10 @@ CLAIMS = [
         "Maria (D14:2): You're doing great. You're always dreaming up ways to help. Don't be afraid to take risks.",
         [],
     ),
-    # a direct quotation is the speaker's words: a word changed in it is caught ("week" -> "month"),
+    # a direct quotation is the speaker's words: a word changed in it is caught ("comp" -> "party"),
     # a contraction, a number or a date written another way is not
     (
-        'Jon said: "I\'m getting ready for a dance comp next year."[^1]',
+        'Jon said: "I\'m getting ready for a dance party next month."[^1]',
         "I'm getting ready for a dance comp next month.",
         "[2023-02-04T10:43:00] Jon (D4:13): I'm getting ready for a dance comp next month. Super stoked!",
         ["grounding.wording"],
