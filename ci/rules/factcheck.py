@@ -388,7 +388,9 @@ def _only(years: set[int]) -> int | None:
 
 
 _REL_DIRECTION = {"last": "past", "past": "past", "previous": "past", "next": "next", "coming": "next", "this": "this"}
-_REL_UNITS = "week|weekend|month|year|summer|winter|spring|fall|autumn|semester|season|night|morning|afternoon|evening|" + "|".join(WEEKDAYS)
+_REL_UNITS = "week|weekend|month|year|summer|winter|spring|fall|autumn|semester|season|night|morning|afternoon|evening|" + "|".join(
+    WEEKDAYS
+)
 _RELATIVE_RE = re.compile(
     rf"\b(?:(?P<dir>last|past|previous|next|coming|this)\s+(?P<unit>{_REL_UNITS})s?|(?P<day>yesterday|tomorrow|tonight|today)"
     rf"|(?P<agounit>day|week|month|year)s?\s+ago)\b",

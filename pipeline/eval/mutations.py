@@ -597,7 +597,9 @@ def other_speaker_attributed(view: PageView, corpus: Corpus) -> Iterator[Mutant]
             if line.speaker is None or view.is_user(line.speaker):
                 continue
             place = _place_for(view, corpus, line)
-            for sentence in _sentences(line.text)[:1] if place is not None else []:
+            if place is None:
+                continue
+            for sentence in _sentences(line.text)[:1]:
                 label, cite = _citation(view, line, sentence)
                 text = view.add_cited_bullet(place, f'{view.subject} said: "{sentence}"', label, cite)
                 yield _m(view, "other_speaker_attributed", "grounding", text, f"{line.speaker}'s words ({evidence_id}#L{line.number})")

@@ -124,7 +124,12 @@ CLAIMS = [
         [],
     ),
     # the digits of a conversation line's turn id ("(D20:3)") are not a number the line states
-    ("Tim did it 3 times. Tim appreciates it.[^1]", "I appreciate it.", "[2023-12-01T09:52:00] Tim (D20:3): I appreciate it.", ["grounding.number"]),
+    (
+        "Tim did it 3 times. Tim appreciates it.[^1]",
+        "I appreciate it.",
+        "[2023-12-01T09:52:00] Tim (D20:3): I appreciate it.",
+        ["grounding.number"],
+    ),
     ("Tim did it 3 times.[^1]", "I did it 3 times.", "[2023-12-01T09:52:00] Tim (D20:4): I did it 3 times.", []),
 ]
 
