@@ -216,6 +216,23 @@ def test_a_name_attached_to_the_wrong_citation_is_caught(alice: tuple[Repo, str]
     assert _rules(_check(repo, text)) == [("grounding.name", _line(text, "now lives in Munich"))]
 
 
+@pytest.mark.parametrize(
+    "bullet,rule",
+    [
+        ('- Alice said: "My daughter Mia is 7 and has 2 dogs."[^3]', "grounding.wording"),
+        ("- Alice enjoys cooking spicy noodles.[^2]", "grounding.wording"),
+        ("- Alice moved to Berlin last month.[^1]", "grounding.date"),
+        ('- Alice said: "My daughter Mia is 7 and has two cats."[^3]', None),
+        ("- Alice moved to Berlin last week.[^1]", None),
+    ],
+)
+def test_quotations_wording_and_relative_times(alice: tuple[Repo, str], bullet: str, rule: str | None) -> None:
+    """docs/checks.md's examples of grounding.wording and relative times (grounding.date)."""
+    repo, ev = alice
+    text = _page(ev, FAITHFUL + "\n" + bullet)
+    assert _rules(_check(repo, text)) == ([(rule, _line(text, bullet))] if rule else [])
+
+
 def test_the_assistant_words_attributed_to_someone_else_are_caught(alice: tuple[Repo, str]) -> None:
     repo, ev = alice
     for who in ("Alice", "Bob"):
