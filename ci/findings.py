@@ -56,6 +56,7 @@ RuleId = Literal[
     "grounding.qualifier",
     "grounding.name",
     "grounding.speaker",
+    "grounding.wording",
     "grounding.uncited",
     "grounding.fact",
     "grounding.timeline",

@@ -28,10 +28,18 @@ def _page(text: str | None, path: str) -> Page | None:
         return None
 
 
+# relations whose cards hold several values at once: standing instructions accumulate
+MULTI_VALUED = {"instruction"}
+
+
 def conflicting_facts(page: Page) -> list[Comment]:
+    """Single-valued attributes with two current values (keys with ':' and standing
+    instructions are many-valued by design)."""
     current: dict[str, list[dict[str, object]]] = {}
     for fact in page.meta.get("facts") or []:
-        if isinstance(fact, dict) and fact.get("key") and not fact.get("valid_to") and ":" not in str(fact["key"]):
+        if not isinstance(fact, dict) or fact.get("relation") in MULTI_VALUED:
+            continue
+        if fact.get("key") and not fact.get("valid_to") and ":" not in str(fact["key"]):
             current.setdefault(str(fact["key"]), []).append(fact)
     out = []
     line = page.meta_lines.get("facts", 1)

@@ -45,6 +45,23 @@ def words(text: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in _WORD_RE.findall(fold(text).lower()))
 
 
+def word_parts(text: str) -> frozenset[str]:
+    """``words`` with hyphenated words also split into their stemmed parts ("well-being")."""
+    out = set(words(text))
+    for w in _WORD_RE.findall(fold(text).lower()):
+        if "-" in w:
+            out.update(_stem(part) for part in w.split("-"))
+    return frozenset(out)
+
+
+def is_number_word(word: str) -> bool:
+    return word in _SMALL or word in _SCALES
+
+
+def stem(word: str) -> str:
+    return _stem(word)
+
+
 def _stem(word: str) -> str:
     word = word.removesuffix("'s").removesuffix("'")
     for suffix in ("ies", "es", "s", "ed", "ing", "ly"):
@@ -368,6 +385,35 @@ def date_supported(claim: DateMention, evidence: Iterable[DateMention], years: s
 
 def _only(years: set[int]) -> int | None:
     return next(iter(years)) if len(years) == 1 else None
+
+
+_REL_DIRECTION = {"last": "past", "past": "past", "previous": "past", "next": "next", "coming": "next", "this": "this"}
+_REL_UNITS = "week|weekend|month|year|summer|winter|spring|fall|autumn|semester|season|night|morning|afternoon|evening|" + "|".join(
+    WEEKDAYS
+)
+_RELATIVE_RE = re.compile(
+    rf"\b(?:(?P<dir>last|past|previous|next|coming|this)\s+(?P<unit>{_REL_UNITS})s?|(?P<day>yesterday|tomorrow|tonight|today)"
+    rf"|(?P<agounit>day|week|month|year)s?\s+ago)\b",
+    re.IGNORECASE,
+)
+
+
+def relative_dates(text: str) -> list[tuple[str, str, str]]:
+    """Relative time references ("last week", "next month", "yesterday", "two weeks ago") as
+    (text, direction, unit): another unit or direction is another time."""
+    out = []
+    for m in _RELATIVE_RE.finditer(fold(text)):
+        if m.group("dir"):
+            out.append((m.group(0), _REL_DIRECTION[m.group("dir").lower()], m.group("unit").lower()))
+        elif m.group("day"):
+            out.append((m.group(0), m.group("day").lower(), "day"))
+        else:
+            out.append((m.group(0), "ago", m.group("agounit").lower()))
+    return out
+
+
+def relative_date_supported(claim: tuple[str, str, str], evidence: Iterable[tuple[str, str, str]]) -> bool:
+    return any(claim[1:] == e[1:] for e in evidence)
 
 
 def years_of(text: str) -> set[int]:

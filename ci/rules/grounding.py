@@ -33,9 +33,13 @@ GroundingRule = Literal[
     "grounding.qualifier",
     "grounding.name",
     "grounding.speaker",
+    "grounding.wording",
 ]
 
 _TIMESTAMP_RE = re.compile(r"^\[[^\]]*\]\s*", re.MULTILINE)
+# a conversation line's prefix: time, speaker and turn id ("[2023-05-08T13:56:00] Jon (D1:3): ");
+# the digits of the turn id are not the content's numbers
+_TURN_PREFIX_RE = re.compile(r"^(?:\[[^\]\n]*\]\s*)?[^:\n]{1,80}? \([^)\n]{1,40}\): ", re.MULTILINE)
 _LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: \((?P<turn>[^)]+)\))?: (?P<text>.*)$")
 _CLAUSE_END = ".!?;,:。！？；，："
 _USER_SPEAKERS = {"user", "human"}
@@ -93,6 +97,18 @@ class Cited:
                 names |= fc.introduced_names(m.group("text"))
         return names
 
+    def sentence(self) -> str:
+        """The sentence of the cited lines that holds the quote (the whole span if it is not there)."""
+        span = normalise_quote(_TIMESTAMP_RE.sub("", self.span))
+        quote = normalise_quote(self.quote)
+        at = span.find(quote) if quote else -1
+        if at < 0:
+            return span
+        left = max(span.rfind(c, 0, at) for c in ".!?。！？\n")
+        end = at + len(quote) - (1 if quote[-1] in ".!?。！？" else 0)
+        rights = [i for c in ".!?。！？\n" if (i := span.find(c, end)) >= 0]
+        return span[left + 1 : min(rights) + 1 if rights else len(span)]
+
     def context(self) -> str:
         """The clause of the cited lines around the quote (the quote itself if it is not there)."""
         span = normalise_quote(_TIMESTAMP_RE.sub("", self.span))
@@ -119,7 +135,8 @@ class Evidence:
     def __post_init__(self) -> None:
         parts = [c.quote + "\n" + c.span for c in self.cited]
         self.text = "\n".join(parts)
-        self.plain = _TIMESTAMP_RE.sub("", self.text)
+        self.plain = "\n".join(c.quote + "\n" + (_TURN_PREFIX_RE.sub("", c.span) if c.conversation else c.span) for c in self.cited)
+        self.plain = _TIMESTAMP_RE.sub("", self.plain)
         self.words = fc.words(self.text)
 
     @property
@@ -157,6 +174,10 @@ def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungro
         if not fc.date_supported(d, ev_dates, years):
             problems.append(Ungrounded("grounding.date", f"the date {d.text!r} is not in the cited evidence"))
         blanked = blanked[: d.start] + " " * (d.end - d.start) + blanked[d.end :]
+    ev_relative = fc.relative_dates(evidence.text)
+    for rel in fc.relative_dates(claim):
+        if not fc.relative_date_supported(rel, ev_relative):
+            problems.append(Ungrounded("grounding.date", f"the time {rel[0]!r} is not in the cited evidence"))
     problems += _quantity_problems(blanked, evidence)
     problems += _negation_problems(claim, evidence)
     for q in fc.quantifiers(claim):
@@ -166,7 +187,55 @@ def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungro
         if not fc.name_supported(name, evidence.words, evidence.text.lower()) and not reader.is_user(name):
             problems.append(Ungrounded("grounding.name", f"the name {name!r} is not in the cited evidence"))
     problems += _speaker_problems(claim, evidence, reader)
-    return problems
+    return problems or _wording_problems(claim, evidence, reader)
+
+
+# Words a faithful rewording may add or drop: negation and auxiliaries (their meaning is the
+# negation rule's), number words and dates (the number and date rules'), pronouns and fillers.
+_FORM_WORDS = {
+    fc.stem(w)
+    for w in """do does did is are was were be been am will would can could should shall must may might have has had
+    wo ca not no never non don doesn didn isn aren wasn weren won can't cannot shouldn wouldn couldn haven hasn hadn
+    i me my mine we us our ours you your yours he him his she her hers they them their theirs it its this that these
+    those who whom which what the a an and or but of to in on at by for with from as so than then there here
+    said says say told asked according quote also just very really too about
+    """.split()
+}
+_MONTHS_WEEKDAYS = set(fc.MONTHS) | set(fc.WEEKDAYS)
+
+
+def _content_words(text: str, reader: Reader) -> list[str]:
+    out = []
+    for raw in re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)*", fc.fold(text).lower()):
+        if "n't" in raw or raw in _MONTHS_WEEKDAYS or fc.is_number_word(raw) or reader.is_user(raw):
+            continue
+        word = fc.stem(raw)
+        if word not in _FORM_WORDS and raw not in _FORM_WORDS and len(raw) > 1:
+            out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def _wording_problems(claim: str, evidence: Evidence, reader: Reader) -> list[Ungrounded]:
+    """Words of a direct quotation must be the speaker's, and a claim must share most of its
+    content words with what it cites (a claim attached to another line shares almost none)."""
+    have = fc.word_parts(evidence.text)
+    out = []
+    for quoted in re.findall(r"\"([^\"]{12,})\"|“([^”]{12,})”", fc.fold(claim)):
+        missing = [w for w in _content_words(quoted[0] or quoted[1], reader) if w not in have]
+        if missing:
+            out.append(Ungrounded("grounding.wording", f"the quoted words {', '.join(map(repr, missing[:4]))} are not in the cited lines"))
+    if out:
+        return out
+    content = _content_words(claim, reader)
+    missing = [w for w in content if w not in have and not any(w in h or h in w for h in have if len(h) > 3)]
+    if len(missing) >= 3 and 2 * len(missing) > len(content):
+        out.append(
+            Ungrounded(
+                "grounding.wording",
+                f"most of the claim's words ({', '.join(map(repr, missing[:4]))}) are not in the cited lines: does it cite the right line?",
+            )
+        )
+    return out
 
 
 def _quantity_problems(claim: str, evidence: Evidence) -> list[Ungrounded]:
@@ -192,8 +261,8 @@ def _quantity_problems(claim: str, evidence: Evidence) -> list[Ungrounded]:
 
 def _negation_problems(claim: str, evidence: Evidence) -> list[Ungrounded]:
     claim_neg = fc.negated(claim)
-    if claim_neg and not fc.negated(evidence.text):
-        return [Ungrounded("grounding.negation", "the claim is negated but the cited evidence is not")]
+    if claim_neg and not any(fc.negated(c.quote) or fc.negated(c.sentence()) for c in evidence.cited):
+        return [Ungrounded("grounding.negation", "the claim is negated but the cited sentence is not")]
     if not claim_neg:
         for cited in evidence.cited:
             # code is not a negation (`None`, `not x`): the page parser blanks it in claim text

@@ -315,6 +315,24 @@ def _fresh_sentences(view: PageView, corpus: Corpus) -> Iterator[tuple[EvidenceL
                     yield line, sentence
 
 
+def _place_for(view: PageView, corpus: Corpus, line: EvidenceLine) -> Bullet | None:
+    """The bullet after which a claim from ``line`` belongs: on a page with date headings (a
+    timeline), the last one under the heading of the line's date (None when there is no such
+    heading: a claim filed under another date is a fault, not a faithful edit); else the last
+    body bullet."""
+    body = view.body_bullets(overview=False)
+    dated = {i: m.group(2) for i, text in enumerate(view.lines) if i > view.header_end and (m := HEADING_DATE_RE.match(text))}
+    if not dated:
+        return body[-1] if body else None
+    stamp = re.match(r"^\[(\d{4}-\d{2}-\d{2})", corpus.evidence.get(line.evidence_id, [""])[line.number - 1])
+    heading = next((i for i, day in dated.items() if stamp and day == stamp.group(1)), None)
+    if heading is None:
+        return None
+    following = min((i for i in dated if i > heading), default=len(view.lines))
+    under = [b for b in body if heading < b.index < following]
+    return under[-1] if under else None
+
+
 def _citation(view: PageView, line: EvidenceLine, quote: str) -> tuple[str, str]:
     label = view.new_label(f"{line.evidence_id[3:11]}-{line.number}")
     return label, format_citation(label, line.evidence_id, line.number, line.number, quote)
@@ -578,9 +596,12 @@ def other_speaker_attributed(view: PageView, corpus: Corpus) -> Iterator[Mutant]
         for line in corpus.lines_of(evidence_id):
             if line.speaker is None or view.is_user(line.speaker):
                 continue
+            place = _place_for(view, corpus, line)
+            if place is None:
+                continue
             for sentence in _sentences(line.text)[:1]:
                 label, cite = _citation(view, line, sentence)
-                text = view.add_cited_bullet(after[-1], f'{view.subject} said: "{sentence}"', label, cite)
+                text = view.add_cited_bullet(place, f'{view.subject} said: "{sentence}"', label, cite)
                 yield _m(view, "other_speaker_attributed", "grounding", text, f"{line.speaker}'s words ({evidence_id}#L{line.number})")
 
 
@@ -727,14 +748,12 @@ def whitespace_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:  # n
 
 
 def cited_claim_added(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
-    after = view.body_bullets(overview=False)
-    if not after:
-        return
     for line, sentence in _fresh_sentences(view, corpus):
         claim = _claim_for(view, line, sentence)
-        if claim:
+        place = _place_for(view, corpus, line)
+        if claim and place is not None:
             label, cite = _citation(view, line, sentence)
-            yield _c(view, "cited_claim_added", view.add_cited_bullet(after[-1], claim, label, cite), f"{line.evidence_id}#L{line.number}")
+            yield _c(view, "cited_claim_added", view.add_cited_bullet(place, claim, label, cite), f"{line.evidence_id}#L{line.number}")
 
 
 def _reformat_date(text: str) -> Iterator[tuple[str, str]]:
@@ -776,16 +795,14 @@ def _rewording_control(operator: str, reword: Callable[[str], Iterator[tuple[str
         for b in view.bullets:
             for new, note in reword(b.claim):
                 yield _c(view, operator, view.replace(b.index, view.bullet_line(b, claim=new)), f"line {b.index + 1}: {note}")
-        after = view.body_bullets(overview=False)
-        if not after:
-            return
         for line, sentence in _fresh_sentences(view, corpus):
             claim = _claim_for(view, line, sentence)
-            if not claim:
+            place = _place_for(view, corpus, line)
+            if not claim or place is None:
                 continue
             for new, note in reword(claim):
                 label, cite = _citation(view, line, sentence)
-                yield _c(view, operator, view.add_cited_bullet(after[-1], new, label, cite), f"added, {note}")
+                yield _c(view, operator, view.add_cited_bullet(place, new, label, cite), f"added, {note}")
 
     run.__name__ = operator
     return run

@@ -5,6 +5,7 @@ evidence added by the change itself)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ from tests.builders import add_conversation, add_evidence, make_repo, page_for, 
 def check_claim(claim: str, quote: str, span: str) -> list[Ungrounded]:
     """A claim read against one citation: its quote and its cited lines."""
     lines = tuple(span.splitlines())
-    return check_statement(claim, Evidence([Cited("1", "ev-0", 1, len(lines), quote, lines)]), Reader())
+    conversation = bool(re.match(r"^(?:\[[^\]]+\] )?\w+ \(D\d+:\d+\): ", span))  # a span written as a LoCoMo line
+    return check_statement(claim, Evidence([Cited("1", "ev-0", 1, len(lines), quote, lines, conversation)]), Reader())
 
 
 def test_grounding_problems_carry_their_rule() -> None:
@@ -59,6 +61,11 @@ CLAIMS = [
     ("The trip starts on Saturday, 1 March 2025.[^1]", "starts on 2025-03-01", "It starts on 2025-03-01.", []),
     ("The trip is in June.[^1]", "The trip is in May.", "The trip is in May.", ["grounding.date"]),
     ("The trip is in May.[^1]", "The trip is in May.", "The trip is in May.", []),
+    # relative times: another unit or direction is another time
+    ("We held a benefit game last month.[^1]", "I held a benefit game last week.", "I held a benefit game last week.", ["grounding.date"]),
+    ("We held a benefit game last week.[^1]", "I held a benefit game last week.", "I held a benefit game last week.", []),
+    ("We went camping a few months ago.[^1]", "We went camping a few weeks ago.", "We went camping a few weeks ago.", ["grounding.date"]),
+    ("We went camping a few weeks ago.[^1]", "We went camping a few weeks ago.", "We went camping a few weeks ago.", []),
     # proper nouns: a swapped name is caught
     ("Her manager is Jonas Becker.[^1]", "My manager is Jonas Weber.", "My manager is Jonas Weber.", ["grounding.name"]),
     ("Her manager is Jonas Weber.[^1]", "My manager is Jonas Weber.", "My manager is Jonas Weber.", []),
@@ -70,6 +77,60 @@ CLAIMS = [
     # negation: the cited sentence around a trimmed quote counts
     ("The ticket is refundable.[^1]", "refundable", "The ticket is not refundable.", ["grounding.negation"]),
     ("The ticket is not refundable.[^1]", "refundable", "The ticket is not refundable.", []),
+    # a negated claim needs a negated cited sentence: a negation elsewhere on the line does not count
+    (
+        'Maria said: "You\'re not always dreaming up ways to help."[^1]',
+        "You're always dreaming up ways to help.",
+        "Maria (D14:2): You're doing great. You're always dreaming up ways to help. Don't be afraid to take risks.",
+        ["grounding.negation"],
+    ),
+    (
+        'Maria said: "Don\'t be afraid to take risks."[^1]',
+        "Don't be afraid to take risks.",
+        "Maria (D14:2): You're doing great. You're always dreaming up ways to help. Don't be afraid to take risks.",
+        [],
+    ),
+    # a direct quotation is the speaker's words: a word changed in it is caught ("comp" -> "party"),
+    # a contraction, a number or a date written another way is not
+    (
+        'Jon said: "I\'m getting ready for a dance party next month."[^1]',
+        "I'm getting ready for a dance comp next month.",
+        "[2023-02-04T10:43:00] Jon (D4:13): I'm getting ready for a dance comp next month. Super stoked!",
+        ["grounding.wording"],
+    ),
+    (
+        'Jon said: "I am getting ready for a dance comp next month with 2 friends."[^1]',
+        "I'm getting ready for a dance comp next month with two friends.",
+        "[2023-02-04T10:43:00] Jon (D4:13): I'm getting ready for a dance comp next month with two friends.",
+        [],
+    ),
+    (
+        'Tim said: "We talked characters and maybe collab-ing with our well-being in mind."[^1]',
+        "We talked characters and maybe collab-ing with our well-being in mind.",
+        "Tim (D1:1): We talked characters and maybe collab-ing with our well-being in mind.",
+        [],
+    ),
+    # a claim that shares almost none of its words with what it cites: the wrong line
+    (
+        "Jon met some investors and got some good advice.[^1]",
+        "Taking your advice, I'm sprucing up my biz plan and tweaking my pitch to investors.",
+        "Jon (D18:10): Taking your advice, I'm sprucing up my biz plan and tweaking my pitch to investors.",
+        ["grounding.wording"],
+    ),
+    (
+        "Jon met some investors and got some good advice.[^1]",
+        "I met some investors and got some good advice.",
+        "Jon (D18:8): I met some investors and got some good advice.",
+        [],
+    ),
+    # the digits of a conversation line's turn id ("(D20:3)") are not a number the line states
+    (
+        "Tim did it 3 times. Tim appreciates it.[^1]",
+        "I appreciate it.",
+        "[2023-12-01T09:52:00] Tim (D20:3): I appreciate it.",
+        ["grounding.number"],
+    ),
+    ("Tim did it 3 times.[^1]", "I did it 3 times.", "[2023-12-01T09:52:00] Tim (D20:4): I did it 3 times.", []),
 ]
 
 
@@ -161,6 +222,23 @@ def test_a_name_attached_to_the_wrong_citation_is_caught(alice: tuple[Repo, str]
     repo, ev = alice
     text = _page(ev, FAITHFUL.replace("lives in Munich.[^4]", "lives in Munich.[^1]"))
     assert _rules(_check(repo, text)) == [("grounding.name", _line(text, "now lives in Munich"))]
+
+
+@pytest.mark.parametrize(
+    "bullet,rule",
+    [
+        ('- Alice said: "My daughter Mia is 7 and has 2 dogs."[^3]', "grounding.wording"),
+        ("- Alice enjoys cooking spicy noodles.[^2]", "grounding.wording"),
+        ("- Alice moved to Berlin last month.[^1]", "grounding.date"),
+        ('- Alice said: "My daughter Mia is 7 and has two cats."[^3]', None),
+        ("- Alice moved to Berlin last week.[^1]", None),
+    ],
+)
+def test_quotations_wording_and_relative_times(alice: tuple[Repo, str], bullet: str, rule: str | None) -> None:
+    """docs/checks.md's examples of grounding.wording and relative times (grounding.date)."""
+    repo, ev = alice
+    text = _page(ev, FAITHFUL + "\n" + bullet)
+    assert _rules(_check(repo, text)) == ([(rule, _line(text, bullet))] if rule else [])
 
 
 def test_the_assistant_words_attributed_to_someone_else_are_caught(alice: tuple[Repo, str]) -> None:

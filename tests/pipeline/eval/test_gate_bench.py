@@ -108,3 +108,51 @@ def test_cli_json_and_bad_input(cli, tmp_path: Path) -> None:
     (tmp_path / "full" / "x").write_text("x")
     busy = cli("eval", "gate", "--sample", "--workdir", str(tmp_path / "full"))
     assert busy.code == 2 and "is not empty" in busy.err
+
+
+def test_a_cited_control_on_a_timeline_goes_under_its_own_date() -> None:
+    """A faithful claim added to a timeline is filed under the heading of its line's date; a
+    line of a date the page has no heading for gives no control (filing it under another date
+    is a fault: the gate's grounding.timeline rightly rejected such "controls")."""
+    from pipeline.eval.mutations import cited_claim_added
+
+    ev = "ev-00000000000000aa"
+    lines = [
+        "[2023-05-01T10:00:00] Jon (D1:1): I opened my dance studio today.",
+        "[2023-06-02T10:00:00] Jon (D2:1): I taught my very first class to twelve kids.",
+        "[2023-07-03T10:00:00] Jon (D3:1): I went to a dance festival in the city.",
+    ]
+    cite = lambda label, n, quote: f'[^{label}]: {ev}#L{n} "{quote}"'  # noqa: E731
+    text = "\n".join(
+        [
+            "---",
+            "id: users/jon/timeline",
+            "type: timeline",
+            "title: Jon's timeline",
+            "summary: Dated events.",
+            "scope: user:jon",
+            "status: active",
+            f"sources: [{ev}]",
+            "---",
+            "# Jon's timeline",
+            "",
+            "## 2023-06-02",
+            "",
+            '- Jon said: "I taught my first class."[^b]',
+            "",
+            "## 2023-05-01",
+            "",
+            '- Jon said: "I opened my dance studio today."[^a]',
+            "",
+            cite("a", 1, "I opened my dance studio today."),
+            cite("b", 2, "I taught my first class."),
+            "",
+        ]
+    )
+    view = PageView.of("users/jon/timeline.md", text)
+    assert view is not None
+    added = list(cited_claim_added(view, Corpus({ev: lines}, {})))
+    assert [m.note for m in added] == [f"{ev}#L2"]  # L3 (2023-07-03) has no heading; L1 is quoted already
+    new_lines = added[0].files[view.path].split("\n")
+    at = next(i for i, line in enumerate(new_lines) if "twelve kids" in line and line.startswith("- "))
+    assert new_lines.index("## 2023-06-02") < at < new_lines.index("## 2023-05-01")
