@@ -226,6 +226,11 @@ class _Rule:
     needs: tuple[str, ...] = field(default=())  # substrings (lower case), one of which must occur
 
 
+def _ascii(pattern: str) -> re.Pattern[str]:
+    """``\\w``, ``\\b`` and ``\\d`` in ASCII only: a Chinese character next to a number is a boundary."""
+    return re.compile(pattern, re.ASCII)
+
+
 def _digits_ok(low: int, high: int) -> Callable[[str], bool]:
     def check(value: str) -> bool:
         return low <= len(re.sub(r"\D", "", value)) <= high
@@ -239,25 +244,31 @@ def _nanp(value: str) -> bool:
 
 
 RULES: tuple[_Rule, ...] = (
-    _Rule("national_id", re.compile(rf"{_NB}[1-9]\d{{16}}[0-9Xx]{_NA}"), cn_id_valid),
-    _Rule("ssn", re.compile(r"(?<![0-9-])\d{3}([- ])\d{2}\1\d{4}(?![0-9-])"), ssn_valid),
+    _Rule("national_id", _ascii(rf"{_NB}[1-9]\d{{16}}[0-9Xx]{_NA}"), cn_id_valid),
+    _Rule("ssn", _ascii(r"(?<![0-9-])\d{3}([- ])\d{2}\1\d{4}(?![0-9-])"), ssn_valid),
     _Rule(
         "ssn",
-        re.compile(r"(?i)\b(?:ssn|social\s+security(?:\s+number)?)\b\W{0,5}(?:is\s+)?(?P<v>\d{9})(?!\d)"),
+        _ascii(r"(?i)\b(?:ssn|social\s+security(?:\s+number)?)\b\W{0,5}(?:is\s+)?(?P<v>\d{9})(?!\d)"),
         ssn_valid,
         "v",
         ("ssn", "social"),
     ),
-    _Rule("card", re.compile(r"(?<![0-9])\d{4}(?:([ -]?)\d{4}(?:\1\d{4}){1,2}(?:\1\d{1,3})?|[ -]?\d{6}[ -]?\d{4,5})(?![0-9])"), card_valid),
-    _Rule("card", re.compile(r"(?<![0-9])\d{13,19}(?![0-9])"), card_valid),
-    _Rule("iban", re.compile(rf"{_NB}[A-Z]{{2}}\d{{2}}(?: ?[A-Z0-9]{{1,4}}){{3,8}}{_NA}"), iban_valid),
-    _Rule("email", re.compile(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b"), email_valid, 0, ("@",)),
-    _Rule("phone", re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![0-9])"), _digits_ok(8, 15), 0, ("+",)),
-    _Rule("phone", re.compile(r"(?<![0-9])1[3-9]\d(?:[ -]?\d{4}){2}(?![0-9])"), _digits_ok(11, 11)),
-    _Rule("phone", re.compile(r"(?<![\w(-])(?:\(\d{3}\) ?|\d{3}[.-])\d{3}[.-]\d{4}(?![0-9-])"), _nanp),
+    _Rule("card", _ascii(r"(?<![0-9])\d{4}(?:([ -]?)\d{4}(?:\1\d{4}){1,2}(?:\1\d{1,3})?|[ -]?\d{6}[ -]?\d{4,5})(?![0-9])"), card_valid),
+    _Rule("card", _ascii(r"(?<![0-9])\d{13,19}(?![0-9])"), card_valid),
+    _Rule("iban", _ascii(rf"{_NB}[A-Z]{{2}}\d{{2}}(?: ?[A-Z0-9]{{1,4}}){{3,8}}{_NA}"), iban_valid),
+    _Rule(
+        "email",
+        _ascii(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b"),
+        email_valid,
+        0,
+        ("@",),
+    ),
+    _Rule("phone", _ascii(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![0-9])"), _digits_ok(8, 15), 0, ("+",)),
+    _Rule("phone", _ascii(r"(?<![0-9])1[3-9]\d(?:[ -]?\d{4}){2}(?![0-9])"), _digits_ok(11, 11)),
+    _Rule("phone", _ascii(r"(?<![\w(-])(?:\(\d{3}\) ?|\d{3}[.-])\d{3}[.-]\d{4}(?![0-9-])"), _nanp),
     _Rule(
         "phone",
-        re.compile(
+        _ascii(
             r"(?i)(?:\b(?:phone|tel|telephone|mobile|cell|fax)\b|电话|手机|手机号|联系方式)(?:\s*(?:number|no\.?|#))?"
             r"(?:\s*(?:is|:|：|at|号码是|是|为))?\s*(?P<v>\+?\(?\d[\d ().-]{5,18}\d)(?![0-9])"
         ),
@@ -267,13 +278,13 @@ RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "ip",
-        re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w.]|\.\d)"),
+        _ascii(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w.]|\.\d)"),
         ip_valid,
     ),
-    _Rule("ip", re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:.])"), ip_valid, 0, (":",)),
+    _Rule("ip", _ascii(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:.])"), ip_valid, 0, (":",)),
     _Rule(
         "dob",
-        re.compile(
+        _ascii(
             rf"(?i)(?:\bborn\s+(?:on\s+)?|\b(?:DOB|D\.O\.B\.)\s*[:：]?\s*|\bdate\s+of\s+birth\s*(?:is\s+|[:：]\s*)?|"
             rf"\bbirth\s?day\s+is\s+|出生(?:于|日期[:：是]?)\s*|生日(?:是|[:：])\s*)(?P<v>{_DATE})"
         ),

@@ -35,9 +35,7 @@ def add(
     allow, privacy = repo.config.secrets.allow, repo.config.privacy
     preparations = []
     for file in files:
-        preparations.append(
-            partial(prepare, read_input(file), str(file), kind, scope, source or file.name, allow=allow, privacy=privacy)
-        )
+        preparations.append(partial(prepare, read_input(file), str(file), kind, scope, source or file.name, allow=allow, privacy=privacy))
     items = prepare_all(preparations)
     result = add_items(repo, items)
     if result.recovered:
