@@ -33,7 +33,7 @@ from kb.config import Privacy
 from kb.injection import unsafe_statement
 from kb.markdown import slugify
 from kb.page import page_id_for_path, parse_page, render_page
-from kb.privacy import holds
+from kb.privacy import PLACEHOLDER_RE, holds
 from kb.scopes import SYSTEM, user_of
 from kb.tokens import count_tokens
 
@@ -456,7 +456,8 @@ class OfflineProposer:
     def __init__(self, privacy: Privacy | None = None) -> None:
         privacy = privacy or Privacy()
         kinds, allow = privacy.kinds("mask", "no-copy"), privacy.allow
-        self.withheld: Withheld = lambda sentence: holds(sentence, kinds, allow)
+        # a sentence with a masked value's placeholder ("my card is [CARD-1]") says nothing to remember
+        self.withheld: Withheld = lambda sentence: bool(PLACEHOLDER_RE.search(sentence)) or holds(sentence, kinds, allow)
 
     def propose(self, task: ProposalTask, backend: WriteBackend) -> ProposerOutcome:
         if task.is_revision:
