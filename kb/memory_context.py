@@ -7,6 +7,9 @@ are all in the context already (an overview repeating its sections) is left out.
 never cut), counted with the real tokenizer, and added only while it fits the budget. The whole
 block is marked as data: retrieved text is never instructions.
 
+Personal data of a kind the `privacy:` policy masks or keeps out of pages (``no-copy``) is
+masked with a typed placeholder in every item (``kb.privacy.mask``).
+
 The profile goes first, so what it says reads like standing instructions: a line of its L1 that
 tries to steer a model or asks that personal data be given to anyone (``kb.injection``; a
 profile written by hand, by a model, or before the extractor refused such sentences) is left out
