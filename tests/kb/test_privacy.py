@@ -34,6 +34,8 @@ POSITIVE = [
     ("email", "邮箱是wang.fang@qq.com。", "wang.fang@qq.com"),
     ("ip", "from 203.0.113.5 last night", "203.0.113.5"),
     ("ip", "host 2001:db8::8a2e:370:7334 is up", "2001:db8::8a2e:370:7334"),
+    ("ip", "My home IP is 81.2.69.160.", "81.2.69.160"),  # a full stop after it
+    ("ip", "服务器地址是203.0.113.77。", "203.0.113.77"),
     ("dob", "I was born on March 3, 1985.", "March 3, 1985"),
     ("dob", "DOB: 1990-02-14", "1990-02-14"),
     ("dob", "我出生于1990年5月6日。", "1990年5月6日"),
