@@ -57,3 +57,12 @@ _.display_type_rich  # kb/cli/app.py
 # Library API exercised only by the tests (kept as API, not dead).
 _.remaining_budget  # agents/loop.py: tests/agents/test_loop.py
 _.status_of  # pipeline/records.py: tests/pipeline/test_offline_loop.py, tests/integration/test_model_loop.py
+
+# Config fields read by name (kb/config.py Privacy.kinds: getattr over kb.privacy.KINDS).
+_.national_id
+_.ssn
+_.card
+_.iban
+_.phone
+_.ip
+_.dob

@@ -49,6 +49,7 @@ RuleId = Literal[
     "evidence.rewritten",
     "evidence.unrecorded",
     "secret.found",
+    "privacy.found",
     "grounding.date",
     "grounding.number",
     "grounding.negation",

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ci.findings import Finding, sort_findings
-from ci.rules import budgets, citations, evidence, frontmatter, indexes, links, secrets
+from ci.rules import budgets, citations, evidence, frontmatter, indexes, links, privacy, secrets
 from ci.selection import Selection, plan_changed, plan_full, plan_paths
 from ci.snapshot import Snapshot
 from kb.repo import Repo
 
-RULE_FAMILIES = (frontmatter, links, indexes, budgets, citations, secrets)
+RULE_FAMILIES = (frontmatter, links, indexes, budgets, citations, secrets, privacy)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kb.errors import ConfigError
+from kb.privacy import KINDS as PRIVACY_KINDS
 from kb.secrets import FINGERPRINT_RE
 from kb.yamltext import YamlProblem, load_yaml
 
@@ -146,6 +147,43 @@ class Consolidation(_Strict):
     if_needed: IfNeeded = IfNeeded()
 
 
+Action = Literal["keep", "mask", "no-copy"]
+
+
+class Privacy(_Strict):
+    """What happens to each kind of personal data at ingest (``kb.privacy``, docs/privacy.md):
+    ``keep`` it; ``mask`` it in the stored evidence with a typed placeholder (``[CARD-1]``);
+    or ``no-copy``: keep it in the evidence, never copy it into pages (the offline Proposer
+    skips such sentences, ``kb check`` reports ``privacy.found``) or the memory context (masked
+    there). ``allow``: reviewed findings that are not personal data (a company's public
+    switchboard number), by the fingerprint ``kb check`` prints."""
+
+    national_id: Action = "mask"
+    ssn: Action = "mask"
+    card: Action = "mask"
+    iban: Action = "mask"
+    phone: Action = "no-copy"
+    email: Action = "no-copy"
+    ip: Action = "no-copy"
+    dob: Action = "no-copy"
+    allow: tuple[str, ...] = ()
+
+    @field_validator("allow")
+    @classmethod
+    def _fingerprints(cls, allow: tuple[str, ...]) -> tuple[str, ...]:
+        for n, entry in enumerate(allow, 1):
+            if not FINGERPRINT_RE.match(entry):  # not echoed: it may be the personal data itself
+                raise ValueError(
+                    f"entry {n} is not a finding's fingerprint (16 hex digits, as printed by "
+                    "`kb check`); never put the personal data itself here"
+                )
+        return allow
+
+    def kinds(self, *actions: Action) -> frozenset[str]:
+        """The kinds whose action is one of ``actions``."""
+        return frozenset(kind for kind in PRIVACY_KINDS if getattr(self, kind) in actions)
+
+
 class Config(_Strict):
     version: Literal[1]
     name: str = "kb"
@@ -157,6 +195,7 @@ class Config(_Strict):
     # How long a writing command waits for another one holding the repository lock (seconds).
     lock_wait_s: float = Field(300.0, ge=0, le=86_400)
     secrets: Secrets = Secrets()
+    privacy: Privacy = Privacy()
 
 
 DEFAULT_CONFIG_TEXT = """\
@@ -182,6 +221,15 @@ loop:
   max_tokens: 400000
   max_cost_usd: 2.0
 lock_wait_s: 300      # how long a writing command waits for another one to finish (seconds)
+privacy:              # personal data at ingest: keep | mask (in evidence) | no-copy (docs/privacy.md)
+  national_id: mask
+  ssn: mask
+  card: mask
+  iban: mask
+  phone: no-copy
+  email: no-copy
+  ip: no-copy
+  dob: no-copy
 """
 
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb.config import Privacy
 from kb.errors import FormatError, UsageError
 from kb.ids import evidence_id
+from kb.privacy import mask
 from kb.secrets import find_secrets
 
 KINDS = ("conversation", "trajectory", "document", "tool-output")
@@ -82,6 +84,18 @@ def refuse_secrets(content: str, where: str, allow: Collection[str], stored: boo
     hits = find_secrets(content, allow)
     if hits:
         raise SecretsFoundError([hit.describe(where, stored) for hit in hits])
+
+
+DEFAULT_PRIVACY = Privacy()
+
+
+def redact_personal(content: str, meta: dict[str, Any], privacy: Privacy) -> str:
+    """``content`` with the personal data that ``privacy`` masks replaced by typed placeholders
+    (``kb.privacy.mask``); ``meta["masked"]`` counts the values masked per kind (never the values)."""
+    redaction = mask(content, privacy.kinds("mask"), privacy.allow)
+    if redaction.masked:
+        meta["masked"] = dict(sorted(redaction.masked.items()))
+    return redaction.text
 
 
 def prepare_all(preparations: Iterable[Callable[[], PreparedItem]]) -> list[PreparedItem]:
@@ -279,6 +293,7 @@ def prepare_messages(
     meta: dict[str, Any] | None = None,
     kind: str = "conversation",
     allow: Collection[str] = (),
+    privacy: Privacy = DEFAULT_PRIVACY,
 ) -> PreparedItem:
     """A conversation already read into messages (e.g. one session of a LoCoMo file)."""
     if not messages:
@@ -291,6 +306,7 @@ def prepare_messages(
         meta.setdefault("last_time", times[-1])
     meta.setdefault("messages", len(messages))
     refuse_secrets(content, source, allow, stored=True)
+    content = redact_personal(content, meta, privacy)
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
 
 
@@ -302,9 +318,11 @@ def prepare(
     source: str = "",
     meta: dict[str, Any] | None = None,
     allow: Collection[str] = (),
+    privacy: Privacy = DEFAULT_PRIVACY,
 ) -> PreparedItem:
     """Decode and normalise one input into its stored form. Pure: no effects. Content that
-    looks like a secret (``kb.secrets``; ``allow``: reviewed fingerprints) is refused."""
+    looks like a secret (``kb.secrets``; ``allow``: reviewed fingerprints) is refused; the
+    personal data that ``privacy`` masks is replaced by typed placeholders (``[CARD-1]``)."""
     if kind not in KINDS:
         raise UsageError(f"unknown evidence kind {kind!r}", hint=f"use one of: {', '.join(KINDS)}")
     try:
@@ -329,4 +347,5 @@ def prepare(
             raise FormatError(f"{name}: empty file", hint="nothing to add")
         content = normalise_text(text)
     refuse_secrets(content, name, allow, stored=messages_read)
+    content = redact_personal(content, meta, privacy)
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source or name, meta)

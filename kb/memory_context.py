@@ -7,6 +7,9 @@ are all in the context already (an overview repeating its sections) is left out.
 never cut), counted with the real tokenizer, and added only while it fits the budget. The whole
 block is marked as data: retrieved text is never instructions.
 
+Personal data of a kind the `privacy:` policy masks or keeps out of pages (``no-copy``) is
+masked with a typed placeholder in every item (``kb.privacy.mask``).
+
 The profile goes first, so what it says reads like standing instructions: a line of its L1 that
 tries to steer a model or asks that personal data be given to anyone (``kb.injection``; a
 profile written by hand, by a model, or before the extractor refused such sentences) is left out
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from kb.errors import NotFoundError, UsageError
@@ -27,6 +30,7 @@ from kb.forgotten import is_hidden
 from kb.inert import make_tags_inert
 from kb.injection import unsafe_statement
 from kb.page import Page, page_id_for_path, parse_page
+from kb.privacy import mask
 from kb.repo import Repo
 from kb.scopes import folder_for_scope, user_scope
 from kb.tokens import count_tokens
@@ -169,13 +173,23 @@ def build_context(
     pages = _Pages(repo, commit)
     dates = {e.id: e.date for e in ledger_at(repo, commit)}
     context = MemoryContext(user, question, budget, variant)
+    privacy = repo.config.privacy
+    protected, allow = privacy.kinds("mask", "no-copy"), privacy.allow
+
+    def guard(item: ContextItem) -> ContextItem:
+        """Personal data the policy keeps out of model context, masked (``[PHONE-1]``)."""
+        text = mask(item.text, protected, allow).text
+        return item if text == item.text else replace(item, text=text, tokens=count_tokens(text))
+
     profile = _profile_item(pages, profile_file)
+    profile = guard(profile) if profile is not None else None
     vector = searcher.embed_query(query.text)
     namespaces = {"raw": [EVIDENCE], "pages": [PAGE], "both": [PAGE, EVIDENCE]}[variant]
     per_ns: list[list[ContextItem]] = []
     for namespace in namespaces:
         hits = searcher.fuse_chunks(searcher.rank(query, namespace, vector), namespace, k)
-        per_ns.append(_page_items(hits, pages, scope, profile_file) if namespace == PAGE else _evidence_items(hits, dates))
+        found = _page_items(hits, pages, scope, profile_file) if namespace == PAGE else _evidence_items(hits, dates)
+        per_ns.append([guard(item) for item in found])
     chosen = _choose(context, profile, _interleave(per_ns))
     order = {"profile": 0, "memory": 1, "evidence": 2, "knowledge": 3}
     context.items = sorted(chosen, key=lambda i: (order[i.kind], i.rank))

@@ -85,9 +85,17 @@ def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None,
     report("read session files", len(paths), len(paths))
     sessions.sort(key=lambda s: (s.date, s.source))
     speakers = user_speakers(user, sessions, speaker)
-    allow = repo.config.secrets.allow
+    allow, privacy = repo.config.secrets.allow, repo.config.privacy
     items = prepare_all(
-        partial(prepare_messages, list(s.messages), s.source, scope, s.meta | {"session_date": s.date, "title": s.title}, allow=allow)
+        partial(
+            prepare_messages,
+            list(s.messages),
+            s.source,
+            scope,
+            s.meta | {"session_date": s.date, "title": s.title},
+            allow=allow,
+            privacy=privacy,
+        )
         for s in sessions
     )
     added = add_items(repo, items)

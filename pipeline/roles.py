@@ -41,7 +41,9 @@ def make_agents(config: Config) -> Agents:
     models = config.models
     budget = budget_for(config.loop)
     proposer: Proposer = (
-        OfflineProposer() if models.proposer is None else ModelProposer(client_for(models.proposer), identity_of(models.proposer), budget)
+        OfflineProposer(config.privacy)
+        if models.proposer is None
+        else ModelProposer(client_for(models.proposer), identity_of(models.proposer), budget)
     )
     reviewer: Reviewer = (
         OfflineReviewer() if models.reviewer is None else ModelReviewer(client_for(models.reviewer), identity_of(models.reviewer), budget)

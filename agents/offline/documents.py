@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agents.offline.extractive import Withheld, keep_all
 from agents.offline.indexes import new_index, upsert_index_entry
 from agents.offline.memory_page import GENERATED_TAG, is_generated
 from agents.protocols import EvidenceItem
@@ -647,8 +648,9 @@ def _is_prose(text: str) -> bool:
 
 
 class Renderer:
-    def __init__(self, doc: Document, linker: Linker, citer: Citer) -> None:
+    def __init__(self, doc: Document, linker: Linker, citer: Citer, withheld: Withheld = keep_all) -> None:
         self.doc = doc
+        self.withheld = withheld  # sentences (and blocks) the privacy policy keeps out of pages
         self.linker = linker
         self.citer = citer
         self.lead: list[str] = []  # the first sentences, with their references
@@ -657,7 +659,7 @@ class Renderer:
         parts: list[str] = []
         for text, start, end in sentences(lines):
             page_text = " ".join(self.linker.inline(text).split())
-            if not _is_prose(page_text):
+            if not _is_prose(page_text) or self.withheld(text):
                 continue
             if parts and len(_plain(page_text).split()) < 2 and not CODESPAN_RE.search(page_text):
                 parts.append(page_text)  # "(RFC2109)" after a sentence: part of it, not a claim
@@ -678,6 +680,8 @@ class Renderer:
         elif not FENCE_RE.match(body[0]) and not MYST_RE.match(body[0]):  # indented code: fenced on the page
             body = ["```", *body, "```"]
         quote = "\n".join(text for _, text in block.lines)
+        if self.withheld(quote):
+            return []
         label = self.citer.cite(quote, block.start, block.end)
         return [*body, "", f"[^{label}]"]
 
@@ -704,7 +708,7 @@ class Renderer:
                 if len(run.split()) < 3 or not re.search(r"[.!?]", run) or run not in text:
                     continue
                 for sentence, _, _ in sentences([(number, run)]):
-                    if _is_prose(sentence) and len(sentence.split()) >= 3:
+                    if _is_prose(sentence) and len(sentence.split()) >= 3 and not self.withheld(sentence):
                         claim = f"{' '.join(self.linker.inline(sentence).split())}[^{self.citer.cite(sentence, number, number)}]"
                         parts.append(claim)
         return [" ".join(parts)] if parts else []
@@ -743,11 +747,11 @@ def _sections(lines: list[str]) -> list[tuple[int, str, str]]:
     return [(s.level, s.title, s.anchor) for s in parse_structure("\n".join(lines)).sections]
 
 
-def render_document(doc: Document, linker: Linker, existing: str | None) -> tuple[str, int, int]:
+def render_document(doc: Document, linker: Linker, existing: str | None, withheld: Withheld = keep_all) -> tuple[str, int, int]:
     """The page text for a document, the number of new claims, and of claims closed."""
     previous, history, history_labels, old_citations, meta_old = _previous(existing, doc.path)
     citer = Citer(doc.item, previous, set(old_citations))
-    renderer = Renderer(doc, linker, citer)
+    renderer = Renderer(doc, linker, citer, withheld)
     first_heading = next((n for n, b in enumerate(doc.blocks) if b.kind == "heading"), len(doc.blocks))
     intro_lines = renderer.blocks(doc.blocks[:first_heading])
     body_lines = renderer.blocks(doc.blocks[first_heading:])
@@ -981,7 +985,7 @@ def place(item: EvidenceItem, read: ReadPage, taken: dict[str, str]) -> str:
     return base[:-3] + f"-{item.id[3:19]}.md"
 
 
-def plan_document_pages(items: list[EvidenceItem], read: ReadPage, writes: dict[str, str]) -> DocumentPlan:
+def plan_document_pages(items: list[EvidenceItem], read: ReadPage, writes: dict[str, str], withheld: Withheld = keep_all) -> DocumentPlan:
     """Pages for documents (kind ``document``), in the order given, and the folder index pages
     above them. ``writes`` (path -> text) receives them; it is read before the repository."""
 
@@ -1003,7 +1007,7 @@ def plan_document_pages(items: list[EvidenceItem], read: ReadPage, writes: dict[
         targets[doc.source] = (doc.path, doc.anchors)
     claims = closed = 0
     for doc in docs:
-        text, new, shut = render_document(doc, Linker(doc, targets), current(doc.path))
+        text, new, shut = render_document(doc, Linker(doc, targets), current(doc.path), withheld)
         writes[doc.path] = text
         claims += new
         closed += shut

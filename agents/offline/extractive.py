@@ -17,11 +17,21 @@ spread over several turns, infer anything not said in one sentence, or judge imp
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.protocols import EvidenceItem
 from kb.injection import unsafe_statement
 from kb.markdown import format_citation
+
+# Whether a sentence holds personal data that must not be copied into pages (``kb.privacy``:
+# the kinds the policy masks or marks ``no-copy``); such a sentence is never extracted.
+Withheld = Callable[[str], bool]
+
+
+def keep_all(_sentence: str) -> bool:
+    return False
+
 
 LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: \((?P<turn>[^)]+)\))?: (?P<text>.*)$")
 SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|[。！？]+|$)", re.S)
@@ -228,8 +238,9 @@ def _iso_date(value: str | None) -> str:
     return m.group(0) if m else ""
 
 
-def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: str) -> list[Statement]:
-    """Informative sentences of a stored conversation, each with its line span."""
+def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: str, withheld: Withheld = keep_all) -> list[Statement]:
+    """Informative sentences of a stored conversation, each with its line span; none that
+    ``withheld`` keeps out of pages."""
     lines = item.text.splitlines()
     messages: list[tuple[int, int, str, str, str]] = []  # start, end, speaker, time, text
     for n, line in enumerate(lines, 1):
@@ -256,6 +267,8 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
                 continue
             if unsafe_statement(sentence):
                 continue  # an injection or a request to disclose personal data: not a statement about anyone
+            if withheld(sentence):
+                continue  # personal data the privacy policy keeps out of pages
             if by_user:
                 if not instruction and not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
                     continue
@@ -270,7 +283,9 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
                 claim = f'{speaker} told {name}: "{sentence}"'
             date = _iso_date(time) or item.date
             out.append(Statement(item.id, start, end, speaker, sentence, _terminated(claim), date, by_user, ordinal))
-        if answer is not None and len(out) == found:  # nothing stood alone: keep the answer with its question
+        if (
+            answer is not None and len(out) == found and not withheld(text) and not withheld(answer[1])
+        ):  # nothing stood alone: keep the answer with its question
             q_start, question = answer
             claim = f'Asked "{question}", {name} answered: "{text.strip()}"'
             out.append(Statement(item.id, q_start, end, speaker, text.strip(), _terminated(claim), _iso_date(time) or item.date, True))

@@ -18,10 +18,12 @@ from agents.offline.extractive import (
     SENTENCE_RE,
     Attribute,
     Statement,
+    Withheld,
     _terminated,
     attribute_of,
     citation_line,
     conversation_statements,
+    keep_all,
     label_for,
     topic_of,
 )
@@ -29,9 +31,11 @@ from agents.offline.indexes import new_index, upsert_index_entry
 from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
+from kb.config import Privacy
 from kb.injection import unsafe_statement
 from kb.markdown import slugify
 from kb.page import page_id_for_path, parse_page
+from kb.privacy import PLACEHOLDER_RE, holds
 from kb.scopes import SYSTEM, user_of
 from kb.tokens import count_tokens
 
@@ -89,7 +93,7 @@ def _entry(statement: Statement, suffix: str = "") -> Entry:
 # ---- documents ---------------------------------------------------------------------------
 
 
-def document_page(item: EvidenceItem, path: str, existing: str | None) -> tuple[str, int]:
+def document_page(item: EvidenceItem, path: str, existing: str | None, withheld: Withheld = keep_all) -> tuple[str, int]:
     lines = item.text.splitlines()
     title = next((line[2:].strip() for line in lines if line.startswith("# ")), "") or item.source or item.id
     memory = (
@@ -118,8 +122,8 @@ def document_page(item: EvidenceItem, path: str, existing: str | None) -> tuple[
         text = re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", stripped)
         for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
             sentence = raw.strip()
-            if len(sentence.split()) < 3 and len(sentence) < 12 or unsafe_statement(sentence):
-                continue  # too short, or an injection: not a statement of the document
+            if len(sentence.split()) < 3 and len(sentence) < 12 or unsafe_statement(sentence) or withheld(sentence):
+                continue  # too short, an injection, or personal data kept out of pages
             st = Statement(item.id, n, n, "document", sentence, _terminated(sentence), item.date, False, ordinal)
             lead = lead or sentence
             if memory.has_label(label_for(st)):
@@ -130,7 +134,7 @@ def document_page(item: EvidenceItem, path: str, existing: str | None) -> tuple[
     return render_memory_page(memory, summary, overview_limit=20, leads_only=True), added
 
 
-def plan_documents(items: list[EvidenceItem], read: ReadPage) -> Plan:
+def plan_documents(items: list[EvidenceItem], read: ReadPage, withheld: Withheld = keep_all) -> Plan:
     writes: dict[str, str] = {}
     claims = 0
     index_path = "knowledge/index.md"
@@ -143,7 +147,7 @@ def plan_documents(items: list[EvidenceItem], read: ReadPage) -> Plan:
         if existing is not None and not is_generated(existing, path):
             path = f"knowledge/{slug}-{item.id[3:9]}.md"
             existing = writes.get(path) or read(path)
-        text, added = document_page(item, path, existing)
+        text, added = document_page(item, path, existing, withheld)
         writes[path] = text
         claims += added
         index_text = upsert_index_entry(index_text, index_path, page_id_for_path(path), parse_page(text, path).summary)
@@ -164,7 +168,12 @@ def _profile_section(key: str) -> str:
 
 
 def plan_user_memory(
-    user: str, items: list[EvidenceItem], read: ReadPage, name: str | None = None, speakers: set[str] | None = None
+    user: str,
+    items: list[EvidenceItem],
+    read: ReadPage,
+    name: str | None = None,
+    speakers: set[str] | None = None,
+    withheld: Withheld = keep_all,
 ) -> Plan:
     """Profile, topic pages and timeline of ``users/<user>/`` updated with ``items`` (date order)."""
     name = name or display_name(user)
@@ -172,7 +181,7 @@ def plan_user_memory(
     user_speakers = {"user", "human", user, name, name.split()[0]} | (speakers or set())
     conversations = [i for i in sorted(items, key=lambda i: (i.date, i.id)) if i.kind in ("conversation", "trajectory")]
     for item in conversations:
-        for st in conversation_statements(item, user_speakers, name):
+        for st in conversation_statements(item, user_speakers, name, withheld):
             draft.add(st)
     if conversations:
         draft.profile()  # every user has a profile, even an empty one
@@ -400,22 +409,23 @@ def user_name(user: str, speakers: tuple[str, ...]) -> str:
     return named[0] if named else display_name(user)
 
 
-def plan_task(task: ProposalTask, read: ReadPage) -> list[Plan]:
-    """The pages to write for a task: one plan for shared documents, one per user."""
+def plan_task(task: ProposalTask, read: ReadPage, withheld: Withheld = keep_all) -> list[Plan]:
+    """The pages to write for a task: one plan for shared documents, one per user; no sentence
+    that ``withheld`` keeps out of pages."""
     plans = []
     system = [i for i in task.evidence if i.scope == SYSTEM]
     documents = [i for i in system if i.kind == "document"]
     others = [i for i in system if i.kind != "document"]
     written: dict[str, str] = {}
     if documents:  # one faithful page per source file (agents.offline.documents)
-        done = plan_document_pages(documents, read, written)
+        done = plan_document_pages(documents, read, written, withheld)
         plans.append(Plan(dict(written), done.claims, done.closed, tuple(i.id for i in documents)))
     if others:
-        plans.append(plan_documents(others, lambda path: written.get(path) or read(path)))
+        plans.append(plan_documents(others, lambda path: written.get(path) or read(path), withheld))
     for user in sorted({u for i in task.evidence if (u := user_of(i.scope))}):
         mine = [i for i in task.evidence if i.scope == f"user:{user}"]
         speakers = task.user_speakers.get(user, ())
-        plans.append(plan_user_memory(user, mine, read, user_name(user, speakers), set(speakers)))
+        plans.append(plan_user_memory(user, mine, read, user_name(user, speakers), set(speakers), withheld))
     return plans
 
 
@@ -424,6 +434,12 @@ class OfflineProposer:
     withdraws what the review flagged (``agents.offline.revision``)."""
 
     identity = OFFLINE_PROPOSER
+
+    def __init__(self, privacy: Privacy | None = None) -> None:
+        privacy = privacy or Privacy()
+        kinds, allow = privacy.kinds("mask", "no-copy"), privacy.allow
+        # a sentence with a masked value's placeholder ("my card is [CARD-1]") says nothing to remember
+        self.withheld: Withheld = lambda sentence: bool(PLACEHOLDER_RE.search(sentence)) or holds(sentence, kinds, allow)
 
     def propose(self, task: ProposalTask, backend: WriteBackend) -> ProposerOutcome:
         if task.is_revision:
@@ -436,7 +452,7 @@ class OfflineProposer:
             }
             return ProposerOutcome(transcript=audit, withdrawal=withdrawal)
         claims = closed = 0
-        for plan in plan_task(task, backend.page_text):
+        for plan in plan_task(task, backend.page_text, self.withheld):
             for path, text in sorted(plan.writes.items()):
                 backend.write_page(path, text)
             claims += plan.claims

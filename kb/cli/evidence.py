@@ -32,16 +32,18 @@ def add(
 
     repo = open_repo()
     scope = user_scope(user)
-    allow = repo.config.secrets.allow
+    allow, privacy = repo.config.secrets.allow, repo.config.privacy
     preparations = []
     for file in files:
-        preparations.append(partial(prepare, read_input(file), str(file), kind, scope, source or file.name, allow=allow))
+        preparations.append(partial(prepare, read_input(file), str(file), kind, scope, source or file.name, allow=allow, privacy=privacy))
     items = prepare_all(preparations)
     result = add_items(repo, items)
     if result.recovered:
         typer.echo(f"note: cleaned up after an interrupted add: {', '.join(result.recovered)}", err=True)
     for entry in result.added:
-        echo(f"added {entry.id}  {entry.kind}  {entry.scope}  {entry.lines} lines  {entry.path}")
+        masked = entry.meta.get("masked") or {}
+        note = f"  masked: {', '.join(f'{n} {kind}' for kind, n in masked.items())}" if masked else ""
+        echo(f"added {entry.id}  {entry.kind}  {entry.scope}  {entry.lines} lines  {entry.path}{note}")
     for dup in result.duplicates:
         echo(f"skipped {dup}  (already in the log)")
 

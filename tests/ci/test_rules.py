@@ -196,6 +196,16 @@ def m_secret(repo: Repo, _ids: dict[str, str]) -> tuple[str, int]:
     return VISAS, _line_of(repo, VISAS, "sk-proj-")
 
 
+def m_privacy(repo: Repo, _ids: dict[str, str]) -> tuple[str, int]:
+    _replace(repo, VISAS, "Short stays in the Schengen area.", "Pay with card 4111 1111 1111 1111.")
+    return VISAS, _line_of(repo, VISAS, "4111 1111")
+
+
+def m_privacy_chinese(repo: Repo, _ids: dict[str, str]) -> tuple[str, int]:
+    _replace(repo, PREFS, "- Prefers window seats.", "- 身份证号11010519491231002X。\n- Prefers window seats.")
+    return PREFS, _line_of(repo, PREFS, "身份证号")
+
+
 def m_parse(repo: Repo, _ids: dict[str, str]) -> tuple[str, int]:
     _replace(repo, VISAS, "title: Schengen visas", "title: [unclosed")
     return VISAS, _line_of(repo, VISAS, "title: [unclosed")
@@ -251,6 +261,8 @@ CASES: list[tuple[str, Mutation]] = [
     ("citation.malformed", m_cite_malformed),
     ("citation.undefined", m_cite_undefined),
     ("secret.found", m_secret),
+    ("privacy.found", m_privacy),
+    ("privacy.found", m_privacy_chinese),
     ("page.parse", m_parse),
     ("page.parse", m_not_utf8),
     ("citation.malformed", m_cite_short_id),

@@ -22,7 +22,7 @@ from kb.retrieval.search import search
 from kb.scaffold import init_repository
 from pipeline.forget import Target, apply_head_change, complete, plan_forget, purge_derived, revoke, rewrite_history, scan
 from pipeline.memory import ingest
-from tests.builders import add_file, write_chat
+from tests.builders import add_file, commit, write_chat
 
 ALICE_1 = [
     ("user", "I live in Lyon and my SSN is 078-05-1120."),
@@ -35,6 +35,11 @@ ALICE_SECRETS = ("078-05-1120", "4111 1111 1111 1111", "allergic to peanuts", "G
 
 def _two_users(tmp: Path) -> Repo:
     repo = init_repository(tmp / "kb")
+    # what is forgotten here must first be stored: SSNs and cards are kept, not masked at ingest
+    config = (repo.root / "kb.config.yaml").read_text(encoding="utf-8")
+    config = config.replace("  ssn: mask\n  card: mask\n", "  ssn: keep\n  card: keep\n")
+    assert "card: keep" in config
+    commit(repo, {"kb.config.yaml": config}, "config: keep SSNs and cards\n")
     add_file(repo, "travel-policy.md", "document")
     a1 = write_chat(tmp / "a1.json", ALICE_1, "2024-03-01T10:00:00Z")
     a2 = write_chat(tmp / "a2.json", ALICE_2, "2024-04-02T10:00:00Z")
