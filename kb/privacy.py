@@ -238,6 +238,16 @@ def _digits_ok(low: int, high: int) -> Callable[[str], bool]:
     return check
 
 
+def _real_phone(check: Callable[[str], bool]) -> Callable[[str], bool]:
+    """``check``, and not one of the North American numbers 555-0100 to 555-0199, which are
+    reserved for fiction and examples (as example.com is for e-mail)."""
+
+    def real(value: str) -> bool:
+        return check(value) and not re.search(r"55501\d\d$", re.sub(r"\D", "", value))
+
+    return real
+
+
 def _nanp(value: str) -> bool:
     digits = re.sub(r"\D", "", value)
     return len(digits) == 10 and digits[0] in "23456789" and digits[3] in "23456789"
@@ -263,16 +273,16 @@ RULES: tuple[_Rule, ...] = (
         0,
         ("@",),
     ),
-    _Rule("phone", _ascii(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![0-9])"), _digits_ok(8, 15), 0, ("+",)),
+    _Rule("phone", _ascii(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![0-9])"), _real_phone(_digits_ok(8, 15)), 0, ("+",)),
     _Rule("phone", _ascii(r"(?<![0-9])1[3-9]\d(?:[ -]?\d{4}){2}(?![0-9])"), _digits_ok(11, 11)),
-    _Rule("phone", _ascii(r"(?<![\w(-])(?:\(\d{3}\) ?|\d{3}[.-])\d{3}[.-]\d{4}(?![0-9-])"), _nanp),
+    _Rule("phone", _ascii(r"(?<![\w(-])(?:\(\d{3}\) ?|\d{3}[.-])\d{3}[.-]\d{4}(?![0-9-])"), _real_phone(_nanp)),
     _Rule(
         "phone",
         _ascii(
             r"(?i)(?:\b(?:phone|tel|telephone|mobile|cell|fax)\b|电话|手机|手机号|联系方式)(?:\s*(?:number|no\.?|#))?"
             r"(?:\s*(?:is|:|：|at|号码是|是|为))?\s*(?P<v>\+?\(?\d[\d ().-]{5,18}\d)(?![0-9])"
         ),
-        _digits_ok(7, 15),
+        _real_phone(_digits_ok(7, 15)),
         "v",
         ("phone", "tel", "mobile", "cell", "fax", "电话", "手机", "联系方式"),
     ),

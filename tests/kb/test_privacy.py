@@ -28,7 +28,7 @@ POSITIVE = [
     ("iban", "GB82WEST12345698765432", "GB82WEST12345698765432"),
     ("phone", "Call +44 20 7946 0958 tonight.", "+44 20 7946 0958"),
     ("phone", "我的手机号是13812345678。", "13812345678"),
-    ("phone", "Office: (212) 555-0143.", "(212) 555-0143"),
+    ("phone", "Office: (212) 867-5309.", "(212) 867-5309"),
     ("phone", "phone: 020 7946 0958", "020 7946 0958"),
     ("email", "write to alice.smith@gmail.com please", "alice.smith@gmail.com"),
     ("email", "邮箱是wang.fang@qq.com。", "wang.fang@qq.com"),
@@ -71,6 +71,7 @@ NEGATIVE = [
     "DOB: 1990-02-30",  # not a calendar date
     "we met at 10:30 on 2024-05-06; the total was 1,234,567.89",
     "Pay with card [CARD-1].",
+    "The support phone number is 555-0100; call (212) 555-0143.",  # 555-0100 to -0199: reserved for examples
 ]
 
 
