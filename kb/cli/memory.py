@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kb.cli.common import echo, open_repo, print_json
+from kb.cli.common import echo, open_repo, print_json, progress
 from kb.errors import EXIT_FINDINGS
 
 memory_app = typer.Typer(
@@ -33,7 +33,8 @@ def ingest(
     """
     from pipeline.memory import ingest as run
 
-    result = run(open_repo(), user, sessions, sample, speaker, build_index=not no_index)
+    repo = open_repo()
+    result = run(repo, user, sessions, sample, speaker, build_index=False)
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     echo(f"{result.sessions} session(s): {len(result.added)} new, {len(result.skipped)} already ingested")
@@ -48,6 +49,10 @@ def ingest(
     echo(f"proposal {loop.proposal.branch}: {loop.proposal.claims} claim(s), {loop.proposal.closed} closed")
     if loop.merge is not None:
         echo(f"merged as {loop.merge.commit[:10]} after {len(loop.reviews)} review round(s)")
+        if not no_index:  # after the merge is reported: Ctrl-C during the build loses nothing said done
+            from kb.retrieval.build import build_index
+
+            echo(f"index: {build_index(repo, progress=progress).summary()}")
     else:
         echo(f"needs-human: {loop.reason}; branch {loop.proposal.branch} left unmerged")
         raise typer.Exit(EXIT_FINDINGS)
