@@ -45,15 +45,15 @@ def read_input(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
+        raise UsageError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:
-        raise UsageError(f"{path}: is a folder; pass files") from None
+        raise UsageError(f"{path}: is a folder; pass files", hint="pass the files in it (kb evidence add takes folders)") from None
     except PermissionError:
         raise UsageError(f"{path}: permission denied", hint="check the file's permissions") from None
     with os.fdopen(fd, "rb") as handle:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise UsageError(f"{path}: is a folder; pass files")
+            raise UsageError(f"{path}: is a folder; pass files", hint="pass the files in it (kb evidence add takes folders)")
         if not stat.S_ISREG(mode):
             what = next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
             raise UsageError(f"{path}: is {what}, not a regular file", hint="save the material to a file and pass that")
@@ -219,7 +219,10 @@ def message_from_dict(raw: dict[str, Any], where: str) -> Message:
         calls = [f for c in listed if isinstance(c, dict) and isinstance(f := c.get("function", c), dict)]
         text = "; ".join(f"call {c.get('name')}({c.get('arguments', '')})" for c in calls)
     if speaker is None or text is None:
-        raise FormatError(f"{where}: a message needs a role (or speaker) and content (or text)")
+        raise FormatError(
+            f"{where}: a message needs a role (or speaker) and content (or text)",
+            hint='each message is an object like {"role": "user", "content": "..."}',
+        )
     time = raw.get("timestamp") or raw.get("time") or raw.get("date") or raw.get("created_at")
     if time is not None:
         check_timestamp(time, where)
@@ -239,7 +242,10 @@ def check_timestamp(value: object, where: str) -> None:
     date and time with a space) or a Unix time in seconds. ``2025-13-40`` is refused here, at the
     door, rather than breaking every later step that reads the date."""
     if isinstance(value, bool):
-        raise FormatError(f"{where}: timestamp {value!r} is not a time")
+        raise FormatError(
+            f"{where}: timestamp {value!r} is not a time",
+            hint="use ISO 8601 (2025-03-02T10:00:00Z) or epoch seconds, or leave the timestamp out",
+        )
     if isinstance(value, int | float):
         if 0 <= value < 253402300800:  # up to the end of year 9999
             return
@@ -279,11 +285,16 @@ def parse_messages(text: str, name: str) -> list[Message]:
         if isinstance(data, dict):
             data = data.get("messages", data.get("conversation"))
     if not isinstance(data, list):
-        raise FormatError(f"{name}: expected a list of messages or an object with `messages`")
+        raise FormatError(
+            f"{name}: expected a list of messages or an object with `messages`",
+            hint="see README, `kb evidence add`, for the conversation formats",
+        )
     messages = []
     for n, raw in enumerate(data, 1):
         if not isinstance(raw, dict):
-            raise FormatError(f"{name}: message {n} is not an object")
+            raise FormatError(
+                f"{name}: message {n} is not an object", hint='each message is an object like {"role": "user", "content": "..."}'
+            )
         messages.append(message_from_dict(raw, f"{name}: message {n}"))
     if not messages:
         raise FormatError(f"{name}: empty conversation", hint="the file has no messages")
