@@ -200,7 +200,7 @@ def run_eval(
         if mode not in EVAL_MODES:
             raise UsageError(f"unknown mode {mode!r}", hint="use hybrid, bm25, dense or all")
     if not ks or min(ks) < 1:
-        raise UsageError("--k needs positive cut-offs, e.g. --k 10 or --k 10,100", hint="e.g. --k 10 or --k 10,100")
+        raise UsageError("--k needs positive cut-offs", hint="e.g. --k 10 or --k 10,100")
     data = load_beir(corpus, queries, qrels)
     if not data.queries:
         raise UsageError("no query has a judgment for a document of the corpus", hint="check that the three files belong together")
