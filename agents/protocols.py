@@ -113,6 +113,9 @@ class ReviewTask:
     gate_text: str
     before: Mapping[str, str | None] = field(default_factory=dict)
     after: Mapping[str, str | None] = field(default_factory=dict)
+    # evidence the change derives again from scratch (``kb memory ingest --reprocess``, trailer
+    # Kb-Reprocess): its old claims are replaced, so removing them is not over-deletion
+    reprocessed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

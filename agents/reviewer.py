@@ -115,6 +115,11 @@ def review_prompt(task: ReviewTask) -> str:
         f"Changed files:\n{files}",
         (f"Evidence the change says it is based on: {evidence}. Read it, and search the rest of the evidence too."),
     ]
+    if task.reprocessed:
+        parts.append(
+            f"The change derives the memory of {', '.join(task.reprocessed)} again from scratch (for example under a corrected "
+            "speaker): removing the old claims that cite them is intended, not over-deletion; check the new claims strictly."
+        )
     parts.append("Findings of the deterministic checks on this commit:")
     parts.append(wrap_untrusted(task.gate_text or "no findings", "gate findings"))
     parts.append(

@@ -8,6 +8,7 @@ from ci.findings import Finding, sort_findings
 from ci.rules import budgets, citations, evidence, frontmatter, indexes, links, privacy, secrets
 from ci.selection import Selection, plan_changed, plan_full, plan_paths
 from ci.snapshot import Snapshot
+from kb.progress import report
 from kb.repo import Repo
 
 RULE_FAMILIES = (frontmatter, links, indexes, budgets, citations, secrets, privacy)
@@ -45,8 +46,15 @@ def run_checks(repo: Repo, changed_only: bool = False, base: str | None = None, 
 
 
 def check_selection(repo: Repo, snapshot: Snapshot, selection: Selection) -> CheckReport:
+    """Every rule family over the selection, reporting progress after each (``kb.progress``: a
+    check of thousands of pages takes a while; a small one prints nothing)."""
     findings: list[Finding] = []
-    for family in RULE_FAMILIES:
+    steps = len(RULE_FAMILIES) + 1
+    stage = f"check {len(selection.pages)} pages"
+    for n, family in enumerate(RULE_FAMILIES):
+        report(stage, n, steps)
         findings.extend(family.check(snapshot, selection))
+    report(stage, steps - 1, steps)
     findings.extend(evidence.check(snapshot, selection, repo.git))
+    report(stage, steps, steps)
     return CheckReport(sort_findings(findings), len(selection.pages))

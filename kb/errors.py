@@ -115,6 +115,7 @@ class SignatureError(GateError):
     allowed signers."""
 
     exit_code = 14
+    default_hint = "review the branch again with `kb review BRANCH`, signing with an allowed key (`kb keygen`)"
 
 
 class ReviewMismatchError(GateError):

@@ -304,7 +304,10 @@ def parse_span(text: str) -> tuple[int, int]:
 def slice_lines(content: str, start: int, end: int, evidence: str = "") -> list[tuple[int, str]]:
     lines = content.splitlines()
     if start > len(lines):
-        raise NotFoundError(f"{evidence or 'evidence'} has {len(lines)} lines; L{start} does not exist")
+        raise NotFoundError(
+            f"{evidence or 'evidence'} has {len(lines)} lines; L{start} does not exist",
+            hint="`kb evidence show ID` prints every line with its number",
+        )
     return [(n, lines[n - 1]) for n in range(start, min(end, len(lines)) + 1)]
 
 

@@ -24,6 +24,10 @@ from kb.privacy import mask
 from kb.secrets import find_secrets
 
 KINDS = ("conversation", "trajectory", "document", "tool-output")
+# What a folder given to `kb evidence add` contributes by default (--glob to choose): text formats
+# and the documents converted to text (PDF, HTML).
+DEFAULT_GLOBS = ("*.md", "*.markdown", "*.txt", "*.rst", "*.json", "*.jsonl", "*.html", "*.htm", "*.pdf")
+CONVERTED = (".pdf", ".html", ".htm")
 MAX_INPUT_BYTES = 64 * 1024 * 1024  # one input file: a document or a conversation export
 MAX_JSON_DEPTH = 100  # conversations and tool output nest a few levels, not hundreds
 
@@ -43,15 +47,15 @@ def read_input(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
+        raise UsageError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:
-        raise UsageError(f"{path}: is a folder; pass files") from None
+        raise UsageError(f"{path}: is a folder; pass files", hint="pass the files in it (kb evidence add takes folders)") from None
     except PermissionError:
         raise UsageError(f"{path}: permission denied", hint="check the file's permissions") from None
     with os.fdopen(fd, "rb") as handle:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise UsageError(f"{path}: is a folder; pass files")
+            raise UsageError(f"{path}: is a folder; pass files", hint="pass the files in it (kb evidence add takes folders)")
         if not stat.S_ISREG(mode):
             what = next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
             raise UsageError(f"{path}: is {what}, not a regular file", hint="save the material to a file and pass that")
@@ -60,6 +64,75 @@ def read_input(path: Path) -> bytes:
     if len(data) > limit:
         raise FormatError(f"{path}: over the limit of {limit:,} bytes for one input", hint="split the material into smaller files")
     return data
+
+
+def expand_inputs(paths: Iterable[Path], globs: Collection[str] = DEFAULT_GLOBS, label: str | None = None) -> list[tuple[Path, str]]:
+    """Each input file with its source: a file is its name; a folder, every file below it that
+    matches one of ``globs`` (hidden files and folders skipped), each named by its path relative
+    to the folder. ``label`` (``--source``) names a single file; with a folder or several files it
+    prefixes each name (``label/relative/path``) instead of replacing it."""
+    paths = list(paths)
+    out: list[tuple[Path, str]] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append((path, path.name))
+            continue
+        found = sorted(
+            file
+            for file in path.rglob("*")
+            if file.is_file()
+            and not any(part.startswith(".") for part in file.relative_to(path).parts)
+            and any(file.match(pattern) for pattern in globs)
+        )
+        if not found:
+            raise UsageError(f"{path}: no files matching {' '.join(globs)} in this folder", hint="choose the files with --glob PATTERN")
+        out.extend((file, file.relative_to(path).as_posix()) for file in found)
+    if label is None:
+        return out
+    if len(out) == 1 and not any(p.is_dir() for p in paths):
+        return [(out[0][0], label)]
+    return [(file, f"{label.rstrip('/')}/{name}") for file, name in out]
+
+
+def convert_document(data: bytes, name: str) -> str:
+    """The text of a PDF (pypdf: the text layer, page by page) or the Markdown of an HTML page
+    (markdownify; scripts and styles dropped). A file that cannot be read is a FormatError."""
+    suffix = Path(name).suffix.lower()
+    if suffix == ".pdf":
+        return _pdf_text(data, name)
+    try:
+        html = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        html = data.decode("latin-1")  # HTML without a UTF-8 body is mostly Latin-1 (its old default)
+    from markdownify import markdownify
+
+    return markdownify(html, heading_style="ATX", bullets="-")
+
+
+def _pdf_text(data: bytes, name: str) -> str:
+    import io
+    import logging
+    import zlib
+
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    log = logging.getLogger("pypdf")
+    level = log.level
+    log.setLevel(logging.ERROR)  # its warnings about damaged files would print on stderr; errors are ours to say
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise FormatError(f"{name}: the PDF is encrypted", hint="save an unencrypted copy and add that")
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError, zlib.error) as exc:
+        raise FormatError(f"{name}: cannot read this PDF ({type(exc).__name__}: {exc})", hint="export it as text and add that") from None
+    finally:
+        log.setLevel(level)
+    text = "\n\n".join(p for p in pages if p)
+    if not text.strip():
+        raise FormatError(f"{name}: the PDF has no text layer (a scan?)", hint="run OCR on it, or add a text export")
+    return text
 
 
 class SecretsFoundError(FormatError):
@@ -160,7 +233,10 @@ def message_from_dict(raw: dict[str, Any], where: str) -> Message:
         calls = [f for c in listed if isinstance(c, dict) and isinstance(f := c.get("function", c), dict)]
         text = "; ".join(f"call {c.get('name')}({c.get('arguments', '')})" for c in calls)
     if speaker is None or text is None:
-        raise FormatError(f"{where}: a message needs a role (or speaker) and content (or text)")
+        raise FormatError(
+            f"{where}: a message needs a role (or speaker) and content (or text)",
+            hint='each message is an object like {"role": "user", "content": "..."}',
+        )
     time = raw.get("timestamp") or raw.get("time") or raw.get("date") or raw.get("created_at")
     if time is not None:
         check_timestamp(time, where)
@@ -180,7 +256,10 @@ def check_timestamp(value: object, where: str) -> None:
     date and time with a space) or a Unix time in seconds. ``2025-13-40`` is refused here, at the
     door, rather than breaking every later step that reads the date."""
     if isinstance(value, bool):
-        raise FormatError(f"{where}: timestamp {value!r} is not a time")
+        raise FormatError(
+            f"{where}: timestamp {value!r} is not a time",
+            hint="use ISO 8601 (2025-03-02T10:00:00Z) or epoch seconds, or leave the timestamp out",
+        )
     if isinstance(value, int | float):
         if 0 <= value < 253402300800:  # up to the end of year 9999
             return
@@ -220,11 +299,16 @@ def parse_messages(text: str, name: str) -> list[Message]:
         if isinstance(data, dict):
             data = data.get("messages", data.get("conversation"))
     if not isinstance(data, list):
-        raise FormatError(f"{name}: expected a list of messages or an object with `messages`")
+        raise FormatError(
+            f"{name}: expected a list of messages or an object with `messages`",
+            hint="see README, `kb evidence add`, for the conversation formats",
+        )
     messages = []
     for n, raw in enumerate(data, 1):
         if not isinstance(raw, dict):
-            raise FormatError(f"{name}: message {n} is not an object")
+            raise FormatError(
+                f"{name}: message {n} is not an object", hint='each message is an object like {"role": "user", "content": "..."}'
+            )
         messages.append(message_from_dict(raw, f"{name}: message {n}"))
     if not messages:
         raise FormatError(f"{name}: empty conversation", hint="the file has no messages")
@@ -325,11 +409,18 @@ def prepare(
     personal data that ``privacy`` masks is replaced by typed placeholders (``[CARD-1]``)."""
     if kind not in KINDS:
         raise UsageError(f"unknown evidence kind {kind!r}", hint=f"use one of: {', '.join(KINDS)}")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})", hint="convert the file to UTF-8") from None
     suffix = Path(name).suffix.lower()
+    if suffix in CONVERTED:
+        text = convert_document(data, name)
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise FormatError(
+                f"{name}: not UTF-8 text (byte {exc.start})", hint="convert the file to UTF-8 (PDF and HTML are converted by name)"
+            ) from None
+    if "\x00" in text:
+        raise FormatError(f"{name}: contains NUL bytes: binary data, not text", hint="add a text export of it")
     meta = dict(meta or {})
     messages_read = kind in ("conversation", "trajectory") and suffix in (".json", ".jsonl")
     if messages_read:

@@ -165,7 +165,7 @@ def build_context(
     if variant not in VARIANTS:
         raise UsageError(f"unknown variant {variant!r}", hint="use raw, pages or both")
     if budget < 1:
-        raise UsageError("--budget must be a positive number of tokens")
+        raise UsageError("--budget must be a positive number of tokens", hint="pass --budget N with N >= 1, e.g. --budget 2000")
     _require_known_user(repo, user, scope)
     query = make_query(question, scope, k=k)
     searcher = searcher or open_searcher(repo)

@@ -151,7 +151,9 @@ def parse_page(text: str | bytes, path: str) -> Page:
             line=exc.line + 1 if exc.line else 1,
         ) from None
     if not isinstance(meta_raw, dict):
-        raise FormatError("frontmatter must be a mapping of fields", path=path, line=2)
+        raise FormatError(
+            "frontmatter must be a mapping of fields", hint="write `key: value` lines between the two `---` lines", path=path, line=2
+        )
     meta = {_key(k): _normalise(v) for k, v in meta_raw.items()}
     meta_lines: dict[str, int] = {}
     for offset, line in enumerate(header.splitlines(), start=2):

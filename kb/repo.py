@@ -331,7 +331,7 @@ class Repo:
         """
         head = self.head()
         if head is None:
-            raise ConflictError("the repository has no commits yet")
+            raise ConflictError("the repository has no commits yet", hint="add evidence and run `kb run` first")
         target = self.git[new].peel(pygit2.Commit)
         paths = sorted({p for d in diff_trees(head.tree, target.tree).deltas for p in (d.old_file.path, d.new_file.path)})
         dirty = sorted(set(self.dirty_paths()) & set(paths))

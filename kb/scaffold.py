@@ -55,7 +55,7 @@ def init_repository(path: Path, name: str | None = None) -> Repo:
     """Create the files and the first commit; refuse to overwrite anything that exists."""
     root = path.expanduser().resolve()
     if root.exists() and not root.is_dir():
-        raise PathError(f"{root} exists and is not a folder")
+        raise PathError(f"{root} exists and is not a folder", hint="choose a new folder name, or an existing empty folder")
     files = planned_files(name or root.name or "kb")
     existing = [rel for rel in files if (root / rel).exists()]
     if existing:

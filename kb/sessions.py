@@ -59,16 +59,16 @@ def parse_locomo_date(text: str) -> str:
     """'1:56 pm on 8 May, 2023' -> '2023-05-08T13:56:00'."""
     m = LOCOMO_DATE_RE.search(text or "")
     if not m:
-        raise FormatError(f"unrecognised LoCoMo session date {text!r}")
+        raise FormatError(f"unrecognised LoCoMo session date {text!r}", hint="LoCoMo dates read like `1:56 pm on 8 May, 2023`")
     hour, minute, ampm, day, month, year = m.groups()
     h = int(hour) % 12 + (12 if ampm.lower() == "pm" else 0)
     mon = MONTHS.get(month.lower())
     if mon is None:
-        raise FormatError(f"unrecognised month in LoCoMo session date {text!r}")
+        raise FormatError(f"unrecognised month in LoCoMo session date {text!r}", hint="LoCoMo dates read like `1:56 pm on 8 May, 2023`")
     try:
         return dt.datetime(int(year), mon, int(day), h, int(minute)).isoformat()
     except ValueError:
-        raise FormatError(f"impossible LoCoMo session date {text!r}") from None
+        raise FormatError(f"impossible LoCoMo session date {text!r}", hint="LoCoMo dates read like `1:56 pm on 8 May, 2023`") from None
 
 
 def _iso(value: Any) -> str:
@@ -175,7 +175,7 @@ def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
     try:
         text = data_bytes.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})", hint="convert the file to UTF-8") from None
     if not text.strip():
         raise FormatError(f"{name}: empty session file", hint="nothing to ingest")
     suffix = path.suffix.lower()
@@ -210,7 +210,9 @@ def read_sessions(path: Path, sample: str | None = None) -> ReadResult:
                     )
                 chosen = [s for i, s in enumerate(samples) if str(i) == sample or s.get("sample_id") == sample]
                 if not chosen:
-                    raise UsageError(f"{name}: no LoCoMo sample {sample!r}")
+                    raise UsageError(
+                        f"{name}: no LoCoMo sample {sample!r}", hint="pass --sample with an index (0, 1, ...) or a sample_id of the file"
+                    )
                 samples = chosen
             return ReadResult(locomo_sessions(samples[0], name), warnings)
     messages = parse_messages(text, name)

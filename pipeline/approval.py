@@ -46,7 +46,7 @@ from kb.errors import (
 from kb.repo import Repo
 from kb.signing import SIGNERS_FILE, AllowedSigner, allowed_signers, verify
 from pipeline.backend import branch_backend
-from pipeline.records import ReviewRecord, proposal_info, reviews_of
+from pipeline.records import ReviewRecord, proposal_info, reviews_of, trailer_ids
 from pipeline.review import review_task
 from pipeline.roles import identity_of
 from pipeline.workspace import Workspace
@@ -205,8 +205,8 @@ def recheck(repo: Repo, workspace: Workspace, branch: str, base: pygit2.Commit, 
             f"checks fail on {branch}: {len(gate.errors)} error(s), first {first.path}:{first.line} [{first.rule}] {first.message}",
             hint=f"fix the branch and review it again (`kb check` in {workspace.root})",
         )
-    evidence = tuple(e.strip() for e in info.get("Kb-Evidence", "").split(",") if e.strip())
-    task = review_task(repo, branch, base, head, gate, evidence)
+    evidence = trailer_ids(info, "Kb-Evidence")
+    task = review_task(repo, branch, base, head, gate, evidence, trailer_ids(info, "Kb-Reprocess"))
     outcome = OfflineReviewer().review(task, branch_backend(workspace, base))
     if outcome.verdict != "approve":
         problem = outcome.comments[0]

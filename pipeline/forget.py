@@ -207,7 +207,7 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
     """What ``target`` removes at HEAD, and its material (pure: writes nothing)."""
     head = repo.head()
     if head is None:
-        raise NotFoundError("the repository has no commits yet")
+        raise NotFoundError("the repository has no commits yet", hint="there is nothing to forget in an empty repository")
     entries = [e for e in ledger_at(repo, head) if e.path]
     pages = _page_files(repo, head)
     chosen = _select(repo, head, entries, pages, target)
@@ -638,7 +638,7 @@ class ForgetResult:
 def forget(repo: Repo, target: Target, dry_run: bool = False) -> ForgetResult:
     """Plan, revoke, change HEAD, rewrite history, purge, verify (module docstring)."""
     if sum(x is not None for x in (target.user, target.evidence, target.match)) != 1:
-        raise UsageError("give exactly one of --user, an evidence id, or --match")
+        raise UsageError("give exactly one of --user, an evidence id, or --match", hint="e.g. `kb forget --user alice --dry-run`")
     dirty = [p for p in repo.dirty_paths() if not p.startswith(STATE_DIR + "/")]
     if dirty and not dry_run:
         raise ConflictError(f"the working tree has uncommitted changes ({dirty[0]})", hint="commit or discard them first")

@@ -78,12 +78,13 @@ def run_loop(
     since: str | None = None,
     user_speakers: Mapping[str, tuple[str, ...]] | None = None,
     build_index: bool = True,
+    retract: tuple[str, ...] = (),
 ) -> RunResult:
     """The whole loop holds the repository lock (two runs never share evidence, branches or
-    main), then rebuilds the index outside it."""
+    main), then rebuilds the index outside it. ``retract``: see ``pipeline.propose.propose``."""
     with repo.write_lock():
         try:
-            result = _run_locked(repo, ids, since, user_speakers)
+            result = _run_locked(repo, ids, since, user_speakers, retract)
         finally:
             close_open_branch(repo)  # merged, left for a human, or failed: no longer being written
     if build_index and result.merge is not None:
@@ -93,10 +94,12 @@ def run_loop(
     return result
 
 
-def _run_locked(repo: Repo, ids: list[str] | None, since: str | None, user_speakers: Mapping[str, tuple[str, ...]] | None) -> RunResult:
+def _run_locked(
+    repo: Repo, ids: list[str] | None, since: str | None, user_speakers: Mapping[str, tuple[str, ...]] | None, retract: tuple[str, ...]
+) -> RunResult:
     agents = make_agents(repo.config)
     budget = budget_for(repo.config.loop)
-    proposal = propose(repo, ids, since, user_speakers, agents, for_run=True)
+    proposal = propose(repo, ids, since, user_speakers, agents, for_run=True, retract=retract)
     result = RunResult(proposal)
     if proposal.head is None:
         result.reason = "no claims to propose"
@@ -142,7 +145,7 @@ def _run_locked(repo: Repo, ids: list[str] | None, since: str | None, user_speak
         withdrawal = outcome.withdrawal
         result.revisions.append(withdrawal)
         message, counts = revision_message(round_no, withdrawal)
-        trailers = trailers_for(proposal.evidence_ids, proposal.base, agents.proposer.identity, round_no + 1) | counts
+        trailers = trailers_for(proposal.evidence_ids, proposal.base, agents.proposer.identity, round_no + 1, retract) | counts
         changed = str(workspace.head().id) != before  # a model's reads committed some writes already
         if workspace.commit(message, trailers, allow_empty=changed) is None:
             result.reason = no_change_reason(round_no, withdrawal)

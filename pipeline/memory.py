@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 
 from kb.errors import UsageError
-from kb.evidence import add_items
+from kb.evidence import add_items, ledger_at
 from kb.intake import prepare_all, prepare_messages
 from kb.progress import report
 from kb.repo import Repo
@@ -27,6 +27,7 @@ class IngestResult:
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)  # stored before, never proposed: proposed now
+    reprocessed: list[str] = field(default_factory=list)  # stored before, their memory derived again (--reprocess)
     run: RunResult | None = None
 
 
@@ -61,11 +62,17 @@ def ingest(
     sample: str | None = None,
     speaker: str | None = None,
     build_index: bool = True,
+    reprocess: bool = False,
 ) -> IngestResult:
     """Store and propose holding the repository lock (so no other writer takes these sessions
-    between the two), then rebuild the index outside it."""
+    between the two), then rebuild the index outside it.
+
+    ``reprocess``: sessions of these files stored before (for this user) are proposed again, and
+    the user's claims that cite them are replaced by what the new proposal derives (for example
+    under a corrected ``speaker``). The evidence itself is unchanged: it is append-only, and the
+    sessions are the same; what changes is the memory made from them, through the same review."""
     with repo.write_lock():
-        result = _ingest_locked(repo, user, paths, sample, speaker)
+        result = _ingest_locked(repo, user, paths, sample, speaker, reprocess)
     if build_index and result.run is not None and result.run.merge is not None:
         from kb.retrieval.build import build_index as build
 
@@ -73,7 +80,7 @@ def ingest(
     return result
 
 
-def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None, speaker: str | None) -> IngestResult:
+def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None, speaker: str | None, reprocess: bool) -> IngestResult:
     scope = user_scope(user)
     sessions: list[Session] = []
     warnings: list[str] = []
@@ -106,7 +113,11 @@ def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None,
     waiting = evidence_on_open_branches(repo)  # proposed already, left for a human: not again
     pending = [e.id for e in select_evidence(repo) if e.scope == scope and e.id not in waiting]
     result.resumed = [i for i in pending if i not in result.added]
+    if reprocess:
+        stored = {e.id for e in ledger_at(repo, repo.head()) if e.path and e.scope == scope}  # not forgotten ones
+        result.reprocessed = [i for i in added.duplicates if i in stored and i not in waiting and i not in pending]
+        pending += result.reprocessed
     if not pending:
         return result
-    result.run = run_loop(repo, ids=pending, user_speakers={user: speakers}, build_index=False)
+    result.run = run_loop(repo, ids=pending, user_speakers={user: speakers}, build_index=False, retract=tuple(result.reprocessed))
     return result

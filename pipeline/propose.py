@@ -134,14 +134,19 @@ def branch_name(entries: list[LedgerEntry]) -> str:
     return BRANCH_PREFIX + slugify_branch(f"{compact_utc()[:15].replace('T', '-')}-{label}-{entries[0].id[3:9]}")
 
 
-def trailers_for(evidence_ids: tuple[str, ...], base: str, proposer: AgentIdentity, round_no: int) -> dict[str, str]:
-    return {
+def trailers_for(
+    evidence_ids: tuple[str, ...], base: str, proposer: AgentIdentity, round_no: int, reprocess: tuple[str, ...] = ()
+) -> dict[str, str]:
+    trailers = {
         "Kb-Evidence": ", ".join(evidence_ids),
         "Kb-Base": base,
         "Kb-Proposer-Model": proposer.model,
         "Kb-Proposer-Family": proposer.family,
         "Kb-Round": str(round_no),
     }
+    if reprocess:
+        trailers["Kb-Reprocess"] = ", ".join(reprocess)
+    return trailers
 
 
 def branch_diff(workspace: Workspace, base: str) -> str:
@@ -180,15 +185,21 @@ def propose(
     user_speakers: Mapping[str, tuple[str, ...]] | None = None,
     agents: Agents | None = None,
     for_run: bool = False,
+    retract: tuple[str, ...] = (),
 ) -> Proposal:
     """Create a work branch with the Proposer's change for the selected evidence (holding the
     repository lock). The branch is named in ``.kb/open-branch.json`` while it is written (and,
     ``for_run``, until the run that asked for it closes it with ``close_open_branch``): a branch
-    whose writer was killed is dropped by the next proposal, so its evidence is proposed again."""
+    whose writer was killed is dropped by the next proposal, so its evidence is proposed again.
+
+    ``retract``: evidence ids (among those selected) proposed again from scratch: before the
+    Proposer runs, the branch drops the claims, facts and footnotes that cite them from the pages
+    it may write (``kb memory ingest --reprocess``), so the new claims replace the old ones in
+    one reviewed change."""
     with repo.write_lock():
         drop_abandoned_branch(repo)
         try:
-            return _propose(repo, ids, since, user_speakers, agents)
+            return _propose(repo, ids, since, user_speakers, agents, retract)
         finally:
             if not for_run:
                 close_open_branch(repo)
@@ -222,12 +233,29 @@ def drop_abandoned_branch(repo: Repo) -> str | None:
     return dropped
 
 
+def retract_claims(workspace: Workspace, evidence_ids: set[str]) -> list[str]:
+    """Drop what cites ``evidence_ids`` from the pages the branch may write; the pages changed."""
+    from pipeline.forget import drop_claims
+
+    changed = []
+    for path in sorted(workspace.view.tree_files(workspace.head(), workspace.allowed)):
+        text = workspace.read_text(path) if path.endswith(".md") else None
+        if text is None:
+            continue
+        kept = drop_claims(text, evidence_ids)
+        if kept != text:
+            workspace.write_page(path, kept)
+            changed.append(path)
+    return changed
+
+
 def _propose(
     repo: Repo,
     ids: list[str] | None,
     since: str | None,
     user_speakers: Mapping[str, tuple[str, ...]] | None,
     agents: Agents | None,
+    retract: tuple[str, ...] = (),
 ) -> Proposal:
     agents = agents or make_agents(repo.config)
     entries = select_evidence(repo, ids, since)
@@ -240,6 +268,8 @@ def _propose(
     branch = unused_branch(repo, branch_name(entries))
     atomic_write(repo.state_dir / OPEN_BRANCH, json.dumps({"branch": branch}).encode())
     workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed_prefixes(entries))
+    if retract:
+        retract_claims(workspace, set(retract))
     run_dir = new_run_dir(repo, "propose")
     task = ProposalTask(evidence_items(repo, entries), workspace.allowed, dict(user_speakers or {}))
     proposer = agents.proposer
@@ -259,7 +289,8 @@ def _propose(
     changed = sorted(
         {d.new_file.path for d in diff_trees(head.tree, workspace.head().tree).deltas} | set(workspace.view.dirty_paths(PAGE_FOLDERS))
     )
-    commit = workspace.commit(message, trailers_for(evidence_ids, str(head.id), proposer.identity, 1), allow_empty=bool(changed))
+    trailers = trailers_for(evidence_ids, str(head.id), proposer.identity, 1, retract)
+    commit = workspace.commit(message, trailers, allow_empty=bool(changed))
     if commit is None:
         _drop_branch(repo, branch)
         return Proposal(

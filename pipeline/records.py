@@ -108,6 +108,11 @@ def parse_trailers(message: str) -> dict[str, str]:
     return out
 
 
+def trailer_ids(info: dict[str, str], name: str) -> tuple[str, ...]:
+    """The comma-separated ids of trailer ``name`` (Kb-Evidence, Kb-Reprocess)."""
+    return tuple(e.strip() for e in info.get(name, "").split(",") if e.strip())
+
+
 def proposal_info(repo: Repo, branch_head: pygit2.Commit, base: pygit2.Oid) -> dict[str, str]:
     """Trailers of the newest commit on the branch that has them (walking back to ``base``)."""
     for commit in repo.git.walk(branch_head.id, pygit2.enums.SortMode.TOPOLOGICAL):

@@ -21,7 +21,16 @@ from kb.errors import ConflictError, KbError
 from kb.repo import Repo, diff_trees
 from kb.scopes import KNOWLEDGE_DIR, PAGE_FOLDERS, folder_for_scope, scope_for_path
 from pipeline.backend import branch_backend
-from pipeline.records import KEPT_TRAILER, WITHDRAWN_TRAILER, ReviewRecord, ReviewSigner, add_review, parse_counts, proposal_info
+from pipeline.records import (
+    KEPT_TRAILER,
+    WITHDRAWN_TRAILER,
+    ReviewRecord,
+    ReviewSigner,
+    add_review,
+    parse_counts,
+    proposal_info,
+    trailer_ids,
+)
 from pipeline.roles import Agents, make_agents
 from pipeline.runs import new_run_dir, save_transcript
 from pipeline.workspace import WRITABLE, Workspace, open_workspace
@@ -56,7 +65,13 @@ def clean_workspace(repo: Repo, branch: str) -> Workspace:
 
 
 def review_task(
-    repo: Repo, branch: str, base: pygit2.Commit, head: pygit2.Commit, gate: GateReport, evidence_ids: tuple[str, ...]
+    repo: Repo,
+    branch: str,
+    base: pygit2.Commit,
+    head: pygit2.Commit,
+    gate: GateReport,
+    evidence_ids: tuple[str, ...],
+    reprocessed: tuple[str, ...] = (),
 ) -> ReviewTask:
     """What the Reviewer gets: the diff, the gate's findings and each changed page before and after."""
     diff = diff_trees(base.tree, head.tree)
@@ -78,6 +93,7 @@ def review_task(
         gate_text=gate.text() if findings else "",
         before={p: text_at(base, p) for p in changed},
         after={p: text_at(head, p) for p in changed},
+        reprocessed=reprocessed,
     )
 
 
@@ -95,8 +111,8 @@ def _review_branch(repo: Repo, branch: str, round_no: int, agents: Agents | None
     base = branch_base(repo, head)
     gate = run_gate(workspace.view, base)
     info = proposal_info(repo, head, base.id)
-    evidence = tuple(e.strip() for e in info.get("Kb-Evidence", "").split(",") if e.strip())
-    task = review_task(repo, branch, base, head, gate, evidence)
+    evidence = trailer_ids(info, "Kb-Evidence")
+    task = review_task(repo, branch, base, head, gate, evidence, trailer_ids(info, "Kb-Reprocess"))
     folders = tuple(sorted({folder_for_scope(s) for p in task.changed_files if (s := scope_for_path(p))})) or (KNOWLEDGE_DIR,)
     backend = branch_backend(workspace, base, folders)  # a change no one principal may read is refused here
     run_dir = new_run_dir(repo, "review")

@@ -58,16 +58,17 @@ def conflicting_facts(page: Page) -> list[Comment]:
     return out
 
 
-def deleted_claims(before: Page, after: Page | None, elsewhere: set[str]) -> list[Comment]:
-    """Citations present before and gone after, unless the page was deprecated or the same
-    evidence line is still cited elsewhere in the change."""
+def deleted_claims(before: Page, after: Page | None, elsewhere: set[str], reprocessed: tuple[str, ...] = ()) -> list[Comment]:
+    """Citations present before and gone after, unless the page was deprecated, the same
+    evidence line is still cited elsewhere in the change, or the change derives that evidence
+    again (``reprocessed``: its old claims are replaced by the new ones, which are checked)."""
     if after is not None and after.status == "deprecated":
         return []
     old = {c.evidence_id + f"#L{c.start}-L{c.end}": c for c in before.structure.citations if c.evidence_id}
     new = set() if after is None else {c.evidence_id + f"#L{c.start}-L{c.end}" for c in after.structure.citations if c.evidence_id}
     out = []
     for ref, cite in sorted(old.items()):
-        if ref not in new and ref not in elsewhere:
+        if ref not in new and ref not in elsewhere and cite.evidence_id not in reprocessed:
             out.append(
                 Comment(
                     kind="over_deletion",
@@ -103,7 +104,7 @@ class OfflineReviewer:
             if after is not None:
                 comments.extend(conflicting_facts(after))
             if before is not None:
-                comments.extend(deleted_claims(before, after, cited_after))
+                comments.extend(deleted_claims(before, after, cited_after, task.reprocessed))
         gate = len(task.gate_findings)
         if comments:
             summary = f"{len(comments)} problem(s): gate errors {gate}, others {len(comments) - gate}."

@@ -7,9 +7,13 @@ log. Heavy libraries are imported inside commands so that ``kb --help`` stays fa
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+import threading
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -122,10 +126,42 @@ def _crash_log(exc: BaseException) -> Path:
     return path
 
 
+class _Interrupts:
+    """Ctrl-C, noted before it becomes KeyboardInterrupt: typer turns that exception into a silent
+    exit status 130, so ``main`` learns of it here and says so."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, _signum: int, _frame: object) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        own = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if own:
+            signal.signal(signal.SIGINT, self)
+        try:
+            yield
+        finally:
+            if own:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _interrupted() -> None:
+    """Every command cleans up on the way out (locks released, temporary folders removed; what it
+    reported done is committed), so the message is short."""
+    typer.echo("interrupted", err=True)
+    sys.exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     set_command_label(" ".join(["kb", *(sys.argv[1:] if argv is None else argv)]))
+    interrupts = _Interrupts()
     try:
-        result = app(args=argv, standalone_mode=False, prog_name="kb")
+        with interrupts.watching():
+            result = app(args=argv, standalone_mode=False, prog_name="kb")
     except KbError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         for detail in exc.details:
@@ -142,11 +178,12 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()  # type: ignore[attr-defined]
         sys.exit(getattr(exc, "exit_code", 2))
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
+        _interrupted()
     except Exception as exc:
         log = _crash_log(exc)
         typer.echo(f"error: internal error ({type(exc).__name__}: {exc}); this is a bug, details in {log}", err=True)
         sys.exit(EXIT_BUG)
+    if interrupts.seen:
+        _interrupted()
     if isinstance(result, int) and result:
         sys.exit(result)

@@ -140,7 +140,7 @@ def gate(
     from pipeline.eval.gate import Material, report_lines, run_gate_bench
 
     if conversations < 1 or sessions < 0:
-        raise UsageError("--conversations must be at least 1 and --sessions at least 0")
+        raise UsageError("--conversations must be at least 1 and --sessions at least 0", hint="e.g. --conversations 2 --sessions 3")
     material = Material(locomo, conversations, sessions or None, tuple(docs or ()), sample)
     report = run_gate_bench(material, seed, per_operator, workdir, operator)
     if as_json:

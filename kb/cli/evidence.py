@@ -15,27 +15,40 @@ evidence_app = typer.Typer(help="The append-only evidence log.\n\nExample: kb ev
 
 @evidence_app.command("add")
 def add(
-    files: Annotated[list[Path], typer.Argument(help="Files to add (JSON/JSONL chats, Markdown, text).")],
+    files: Annotated[
+        list[Path], typer.Argument(help="Files or folders to add (JSON/JSONL chats, Markdown, text; PDF and HTML converted to text).")
+    ],
     kind: Annotated[str, typer.Option(help="conversation | trajectory | document | tool-output")] = "document",
     user: Annotated[str | None, typer.Option(help="Scope the items to this user (user:<id>); default system.")] = None,
-    source: Annotated[str | None, typer.Option(help="Where the material came from (default: file name).")] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(help="Where the material came from: one file's source, or a prefix of each name (folders, several files)."),
+    ] = None,
+    globs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--glob",
+            help="Files of a folder to add (repeatable; default: *.md *.markdown *.txt *.rst *.json *.jsonl *.html *.htm *.pdf).",
+        ),
+    ] = None,
 ) -> None:
-    """Append files to the evidence log (atomic, deduplicated by content, committed).
+    """Append files to the evidence log (atomic, deduplicated by content, committed). A folder
+    is added recursively, each file named by its path relative to the folder.
 
-    Example: kb evidence add chat.json --kind conversation --user alice
+    Example: kb evidence add docs/ --glob '*.md' --source project-docs
     """
     from functools import partial
 
     from kb.evidence import add_items
-    from kb.intake import prepare, prepare_all, read_input
+    from kb.intake import DEFAULT_GLOBS, expand_inputs, prepare, prepare_all, read_input
     from kb.scopes import user_scope
 
     repo = open_repo()
     scope = user_scope(user)
     allow, privacy = repo.config.secrets.allow, repo.config.privacy
     preparations = []
-    for file in files:
-        preparations.append(partial(prepare, read_input(file), str(file), kind, scope, source or file.name, allow=allow, privacy=privacy))
+    for file, name in expand_inputs(files, tuple(globs) if globs else DEFAULT_GLOBS, source):
+        preparations.append(partial(prepare, read_input(file), str(file), kind, scope, name, allow=allow, privacy=privacy))
     items = prepare_all(preparations)
     result = add_items(repo, items)
     if result.recovered:

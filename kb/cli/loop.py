@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kb.cli.common import echo, open_repo
+from kb.cli.common import echo, open_repo, progress
 from kb.errors import EXIT_FINDINGS
 
 if TYPE_CHECKING:
@@ -75,13 +75,16 @@ def merge(
     """
     from pipeline.merge import merge_branch
 
-    result = merge_branch(open_repo(), branch, build_index=not no_index)
+    repo = open_repo()
+    result = merge_branch(repo, branch, build_index=False)
     if result.already:
         echo(f"{result.branch} is already merged as {result.commit[:10]}; nothing to do")
     else:
         echo(f"merged {result.branch} as {result.commit[:10]}; review record {result.record_path}")
-    if result.index is not None:
-        echo(f"index: {result.index.summary()}")
+    if not no_index:  # after the merge is reported: Ctrl-C during the build loses nothing said done
+        from kb.retrieval.build import build_index
+
+        echo(f"index: {build_index(repo, progress=progress).summary()}")
 
 
 def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexOpt = False) -> None:
@@ -92,7 +95,8 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
     """
     from pipeline.loop import run_loop
 
-    result = run_loop(open_repo(), evidence or None, since, build_index=not no_index)
+    repo = open_repo()
+    result = run_loop(repo, evidence or None, since, build_index=False)
     if result.proposal.head is None:
         echo(f"nothing to do: {'; '.join(result.proposal.notes) or 'no claims could be proposed from the new evidence'}")
         return
@@ -113,8 +117,10 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
                 echo(f"    {note}")
     if result.merge is not None:
         echo(f"merged as {result.merge.commit[:10]}; review record {result.merge.record_path}")
-        if result.merge.index is not None:
-            echo(f"index: {result.merge.index.summary()}")
+        if not no_index:  # after the merge is reported: Ctrl-C during the build loses nothing said done
+            from kb.retrieval.build import build_index
+
+            echo(f"index: {build_index(repo, progress=progress).summary()}")
     else:
         echo(f"needs-human: {result.reason}; branch {result.proposal.branch} left unmerged")
         raise typer.Exit(EXIT_FINDINGS)

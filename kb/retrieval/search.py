@@ -122,7 +122,7 @@ def make_query(
     if mode not in MODES:
         raise UsageError(f"unknown search mode {mode!r}", hint="use hybrid, bm25 or dense")
     if k < 1:
-        raise UsageError(f"--k must be at least 1 (got {k})")
+        raise UsageError(f"--k must be at least 1 (got {k})", hint="pass --k N with N >= 1, e.g. --k 10")
     return Query(text.strip(), parse_principal(principal), k, parse_date(at), mode, include_evidence, include_deprecated)
 
 

@@ -64,7 +64,7 @@ def _jsonl(path: Path) -> Iterable[dict[str, Any]]:
                     except json.JSONDecodeError as exc:
                         raise FormatError(f"{path}:{n}: not valid JSON ({exc.msg})", hint="BEIR files are JSON lines") from None
     except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
+        raise UsageError(f"{path}: no such file", hint="check the path") from None
 
 
 def load_beir(corpus: Path, queries: Path, qrels: Path) -> BeirData:
@@ -75,16 +75,22 @@ def load_beir(corpus: Path, queries: Path, qrels: Path) -> BeirData:
         with open(qrels, encoding="utf-8") as handle:
             rows = list(csv.reader(handle, delimiter="\t"))
     except FileNotFoundError:
-        raise UsageError(f"{qrels}: no such file") from None
+        raise UsageError(f"{qrels}: no such file", hint="check the path") from None
     for n, row in enumerate(rows, 1):
         if not row or (n == 1 and row[0] == "query-id"):
             continue
         if len(row) < 3:
-            raise FormatError(f"{qrels}:{n}: expected `query-id<TAB>corpus-id<TAB>score`")
+            raise FormatError(
+                f"{qrels}:{n}: expected `query-id<TAB>corpus-id<TAB>score`",
+                hint="qrels are BEIR's TSV: a header line, then query-id, corpus-id and score separated by tabs",
+            )
         try:
             score = int(float(row[2]))
         except ValueError:
-            raise FormatError(f"{qrels}:{n}: score {row[2]!r} is not a number") from None
+            raise FormatError(
+                f"{qrels}:{n}: score {row[2]!r} is not a number",
+                hint="qrels are BEIR's TSV: a header line, then query-id, corpus-id and score separated by tabs",
+            ) from None
         if score > 0:
             judged.setdefault(row[0], {})[row[1]] = score
     usable = {q: {d: s for d, s in rel.items() if d in docs} for q, rel in judged.items() if texts.get(q, "").strip()}
@@ -194,7 +200,7 @@ def run_eval(
         if mode not in EVAL_MODES:
             raise UsageError(f"unknown mode {mode!r}", hint="use hybrid, bm25, dense or all")
     if not ks or min(ks) < 1:
-        raise UsageError("--k needs positive cut-offs, e.g. --k 10 or --k 10,100")
+        raise UsageError("--k needs positive cut-offs", hint="e.g. --k 10 or --k 10,100")
     data = load_beir(corpus, queries, qrels)
     if not data.queries:
         raise UsageError("no query has a judgment for a document of the corpus", hint="check that the three files belong together")

@@ -167,7 +167,9 @@ def build_material(workdir: Path, material: Material) -> tuple[Repo, dict[str, A
         add_items(repo, items)
         result = run_loop(repo, build_index=False)
         if result.status is not RunStatus.MERGED:
-            raise UsageError(f"the offline loop did not merge the material: {result.reason}")
+            raise UsageError(
+                f"the offline loop did not merge the material: {result.reason}", hint="run `kb run` on that repository to see why"
+            )
     if material.locomo is not None:
         subset = _trimmed_locomo(material.locomo, material.conversations, material.sessions, workdir)
         _, stats = ingest_locomo(repo, subset, load_locomo(subset), None)
@@ -276,7 +278,7 @@ def run_gate_bench(
     if unknown:
         raise UsageError(f"unknown operator {unknown[0]!r}", hint=f"choose from: {', '.join(OPERATORS)}")
     if per_operator < 1:
-        raise UsageError("--per-operator must be at least 1")
+        raise UsageError("--per-operator must be at least 1", hint="pass --per-operator N with N >= 1")
     start = time.perf_counter()
     temp = workdir is None
     root = Path(tempfile.mkdtemp(prefix="kb-eval-gate-")) if workdir is None else workdir

@@ -19,7 +19,7 @@ def _text(data: bytes, name: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        raise FormatError(f"{name}: not UTF-8 text (byte {exc.start})", hint="convert the file to UTF-8") from None
 
 
 def _check_qa(qa: Any, where: str) -> None:
@@ -66,7 +66,7 @@ def load_case(path: Path) -> dict[str, Any]:
     try:
         data = load_yaml(_text(read_input(path), path.name), MAX_CASE_BYTES)
     except YamlProblem as exc:
-        raise FormatError(exc.message, path=str(path), line=exc.line) from None
+        raise FormatError(exc.message, hint="fix the YAML of the case file", path=str(path), line=exc.line) from None
     for key in ("user_question", "evaluation_criteria"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise FormatError(f"{path}: `{key}` must be text", hint=FORMATS_HINT)

@@ -100,7 +100,9 @@ def ingest_locomo(repo: Repo, path: Path, samples: list[dict[str, Any]], limit: 
             result = ingest(repo, user, [path], sample=str(sample.get("sample_id")), speaker=speaker, build_index=False)
             sessions += result.sessions
             if result.run is not None and result.run.merge is None:
-                raise UsageError(f"memory for {user} was not merged: {result.run.reason}")
+                raise UsageError(
+                    f"memory for {user} was not merged: {result.run.reason}", hint="run `kb memory ingest` on that conversation to see why"
+                )
     report("ingest speakers", 2 * len(samples), 2 * len(samples))
     seconds = time.perf_counter() - start
     return samples, {
@@ -192,7 +194,7 @@ def eval_cases(
 
     cases = sorted(folder.rglob("*.yaml"))
     if not cases:
-        raise UsageError(f"no .yaml case files under {folder}")
+        raise UsageError(f"no .yaml case files under {folder}", hint="pass a folder that holds the YAML case files")
     loaded = {case: load_case(case) for case in cases}  # every file checked before any work
     repo = eval_repository(workdir / "cases", config_text)
     users = {}

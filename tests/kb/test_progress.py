@@ -98,3 +98,19 @@ def test_index_build_reports_progress_to_a_log_and_quiet_silences_it(cli, tmp_pa
     assert any(line.startswith("embed: ") and " in " in line for line in result.err.splitlines()), result.err
     quiet = cli("--quiet", "index", "build", "--full")
     assert quiet.code == 0 and quiet.err == ""
+
+
+def test_check_and_run_report_progress_to_a_log(cli, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("KB_PROGRESS_AFTER", "0")
+    root = tmp_path / "kb"
+    cli("init", str(root))
+    checked = cli("check", cwd=root)
+    assert checked.code == 0, checked.err
+    lines = checked.err.splitlines()
+    assert lines[0].startswith("check ") and lines[-1].startswith("check ") and "7/7 in " in lines[-1], checked.err
+    doc = tmp_path / "policy.md"
+    doc.write_text("# Policy\n\nTrips are booked 14 days ahead.\n")
+    assert cli("evidence", "add", str(doc)).code == 0
+    ran = cli("run")  # the index build after the merge reports like `kb index build`
+    assert ran.code == 0 and any(line.startswith("embed: ") for line in ran.err.splitlines()), ran.err
+    assert cli("--quiet", "check").err == ""

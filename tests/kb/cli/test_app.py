@@ -127,4 +127,4 @@ def test_help_speaks_of_values_not_python_types(cli) -> None:
             assert python_word not in result.out, (args, python_word, result.out)
     search = cli("search", "--help").out
     assert "Usage: kb search [OPTIONS] QUERY" in search and "--k INTEGER" in search and "--as TEXT" in search
-    assert "FILES...  Files to add" in cli("evidence", "add", "--help").out
+    assert "FILES...  Files or folders to add" in cli("evidence", "add", "--help").out

@@ -48,3 +48,32 @@ def test_a_mistyped_speaker_is_refused_with_the_speakers_found(cli, tmp_path: Pa
     result = cli("memory", "ingest", "--user", "deb", "--speaker", "deborah", str(chat), "--no-index")
     assert result.code == 0, result.err
     assert "1 session(s): 1 new" in result.out
+
+
+def _memory_text(root: Path, user: str) -> str:
+    return "\n".join(p.read_text() for p in sorted((root / "users" / user).rglob("*.md")))
+
+
+def test_reprocess_replaces_the_memory_made_under_the_wrong_speaker(cli, tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    cli("init", str(root))
+    chat = write_chat(
+        tmp_path / "chat.json",
+        [("Deborah", "I moved to Lisbon last spring."), ("Jolene", "I work as a night nurse in Boston.")],
+        "2025-05-01T10:00:00",
+    )
+    wrong = cli("memory", "ingest", "--user", "deb", "--speaker", "Jolene", str(chat), "--no-index", cwd=root)
+    assert wrong.code == 0 and "merged as" in wrong.out, wrong.err
+    assert "night nurse" in _memory_text(root, "deb")
+    evidence = sorted(p.name for p in (root / "evidence").rglob("ev-*.md"))
+    # the right speaker alone skips the stored session, and says how to derive it again
+    again = cli("memory", "ingest", "--user", "deb", "--speaker", "Deborah", str(chat), "--no-index")
+    assert again.code == 0 and "1 already ingested" in again.out and "add --reprocess" in again.out
+    assert "night nurse" in _memory_text(root, "deb")
+    fixed = cli("memory", "ingest", "--user", "deb", "--speaker", "Deborah", "--reprocess", str(chat), "--no-index")
+    assert fixed.code == 0, fixed.err
+    assert "1 stored session(s) reprocessed" in fixed.out and "merged as" in fixed.out
+    memory = _memory_text(root, "deb")
+    assert "night nurse" not in memory and "Lisbon" in memory
+    assert sorted(p.name for p in (root / "evidence").rglob("ev-*.md")) == evidence  # the evidence is the same
+    assert cli("check").code == 0
