@@ -168,3 +168,84 @@ class Bm25Table:
         order = sorted(candidates.tolist(), key=lambda row: (-float(scores[row]), row))
         order = order[:limit]
         return order, [float(scores[row]) for row in order]
+
+
+def field_postings(schema: Any, field: str, value: str) -> tuple[dict[str, float], float]:
+    """The (term -> weight) postings and the stored (byte-quantised) length of one field value,
+    as Whoosh's writer would record them for a document (``export_bm25`` reads those back)."""
+    from whoosh.util.numeric import byte_to_length, length_to_byte
+
+    postings: dict[str, float] = {}
+    length = 0
+    if value:
+        for tbytes, freq, weight, _ in schema[field].index(value):
+            postings[tbytes.decode("utf-8") if isinstance(tbytes, bytes) else tbytes] = float(weight)
+            length += freq
+    return postings, float(byte_to_length(length_to_byte(length)))
+
+
+def update_bm25(
+    old: Path, old_to_new: NDArray[np.int64], n_rows: int, added: dict[int, dict[str, str]], schema: Any, fields: Sequence[str], out: Path
+) -> None:
+    """Write ``out`` from the previous version's exported postings ``old`` and the changed rows.
+
+    ``old_to_new`` maps every old row to its row in the new version (-1: deleted); ``added``
+    gives the field values of the new rows. Only the added rows are analysed; the old postings
+    are renumbered and filtered with array operations, never read back from Whoosh. The result
+    holds the same postings, lengths and terms as ``export_bm25`` on the patched Whoosh index
+    (within a term the rows may come in another order, which scoring does not depend on).
+    """
+    import numpy as np
+
+    arrays: dict[str, Any] = {}
+    analysed = {row: {f: field_postings(schema, f, values[f]) for f in fields} for row, values in added.items()}
+    with np.load(old) as data:
+        for field in fields:
+            terms, indptr = data[f"{field}.terms"], data[f"{field}.indptr"]
+            rows, tf = old_to_new[data[f"{field}.rows"]], data[f"{field}.tf"]
+            term_of = np.repeat(np.arange(len(terms), dtype=np.int64), np.diff(indptr))
+            keep = rows >= 0
+            rows, tf, term_of = rows[keep].astype(np.int32), tf[keep], term_of[keep]
+            lengths = np.zeros(n_rows, dtype=np.float32)
+            survivors = old_to_new >= 0
+            lengths[old_to_new[survivors]] = data[f"{field}.lengths"][survivors]
+            new_terms, new_rows, new_tf = [], [], []
+            for row in sorted(analysed):
+                postings, length = analysed[row][field]
+                lengths[row] = length
+                for term, weight in postings.items():
+                    new_terms.append(term)
+                    new_rows.append(row)
+                    new_tf.append(weight)
+            union = np.union1d(terms, np.array(new_terms, dtype=str)) if new_terms else terms
+            old_slot = np.searchsorted(union, terms)[term_of] if len(terms) else np.zeros(0, dtype=np.int64)
+            new_slot = np.searchsorted(union, np.array(new_terms, dtype=str)) if new_terms else np.zeros(0, dtype=np.int64)
+            old_count = np.bincount(old_slot, minlength=len(union))
+            new_count = np.bincount(new_slot, minlength=len(union))
+            out_indptr = np.zeros(len(union) + 1, dtype=np.int64)
+            np.cumsum(old_count + new_count, out=out_indptr[1:])
+            # old postings stay grouped by term (in their order), the new ones follow each group
+            old_start = np.zeros(len(union) + 1, dtype=np.int64)
+            np.cumsum(old_count, out=old_start[1:])
+            old_dest = out_indptr[old_slot] + (np.arange(len(old_slot)) - old_start[old_slot])
+            order = np.argsort(new_slot, kind="stable")
+            new_sorted = new_slot[order]
+            new_start = np.zeros(len(union) + 1, dtype=np.int64)
+            np.cumsum(new_count, out=new_start[1:])
+            new_dest = np.empty(len(new_slot), dtype=np.int64)
+            new_dest[order] = out_indptr[new_sorted] + old_count[new_sorted] + (np.arange(len(new_sorted)) - new_start[new_sorted])
+            out_rows = np.empty(int(out_indptr[-1]), dtype=np.int32)
+            out_tf = np.empty(int(out_indptr[-1]), dtype=np.float32)
+            out_rows[old_dest], out_tf[old_dest] = rows, tf
+            out_rows[new_dest], out_tf[new_dest] = np.array(new_rows, dtype=np.int32), np.array(new_tf, dtype=np.float32)
+            # terms whose postings all went away are dropped, as a fresh export would drop them
+            live = (old_count + new_count) > 0
+            if not live.all():
+                union = union[live]
+                out_indptr = np.concatenate([[0], np.cumsum((old_count + new_count)[live])]).astype(np.int64)
+            arrays[f"{field}.terms"] = union if len(union) else np.zeros(0, dtype="<U1")
+            arrays[f"{field}.indptr"] = out_indptr
+            arrays[f"{field}.rows"] = out_rows
+            arrays[f"{field}.tf"] = out_tf
+            arrays[f"{field}.lengths"] = lengths
+    np.savez(out, **arrays)

@@ -190,6 +190,24 @@ def _write_vectors(
     np.save(folder / "vectors.npy", vectors)
 
 
+def _splice_vectors(
+    folder: Path, old_folder: Path, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Vectors, dim: int, delta: _Delta
+) -> None:
+    """``_write_vectors`` for an incremental build: unchanged rows are copied as one array
+    operation, only the added rows are looked up one by one."""
+    import numpy as np
+
+    old = np.load(old_folder / "vectors.npy", mmap_mode="r")
+    vectors = np.zeros((len(ids), dim), dtype=np.float32)
+    kept = np.flatnonzero(delta.old_to_new >= 0)
+    vectors[delta.old_to_new[kept]] = old[kept]
+    fresh_row = {h: i for i, h in enumerate(plan.embed)}
+    for cid, row in delta.row_of.items():
+        h = hashes[cid]
+        vectors[row] = fresh[fresh_row[h]] if h in fresh_row else old[plan.reuse[h]]
+    np.save(folder / "vectors.npy", vectors)
+
+
 def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: dict[str, Chunk]) -> dict[str, int]:
     import numpy as np
 
@@ -209,6 +227,87 @@ def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: 
     np.save(folder / "offsets.npy", offsets)
     np.savez(folder / "rows.npz", doc=row_doc, lines=lines)
     return {"pages": sum(d.namespace == PAGE for d in docs), "evidence": sum(d.namespace == EVIDENCE for d in docs), "chunks": len(ids)}
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """How the rows of the previous version map onto the new one, for an incremental build.
+
+    Rows are chunk ids in sorted order in both versions; ``old_to_new`` gives every old row its
+    new row (-1 when the chunk was deleted or its content changed). Computed with array
+    operations (sorted searches), so it costs little even at 50,000 chunks.
+    """
+
+    old_to_new: NDArray[np.int64]
+    row_of: dict[str, int]  # new row of each added chunk id
+
+    @classmethod
+    def of(cls, old: Manifest | None, old_folder: Path | None, ids: Sequence[str], plan: BuildPlan) -> _Delta | None:
+        import numpy as np
+
+        from kb.retrieval.bm25 import BM25_FILE
+
+        if plan.full or old is None or old_folder is None or not (old_folder / BM25_FILE).is_file():
+            return None
+        old_ids = np.array(sorted(old.chunks), dtype=str)
+        new_ids = np.array(ids, dtype=str)
+        if len(old_ids) == 0 or len(new_ids) == 0:
+            return None
+        at = np.minimum(np.searchsorted(new_ids, old_ids), len(new_ids) - 1)
+        old_to_new = np.where(new_ids[at] == old_ids, at, -1).astype(np.int64)
+        if plan.delete:
+            old_to_new[np.searchsorted(old_ids, np.array(plan.delete, dtype=str))] = -1
+        row_of = {cid: int(np.searchsorted(new_ids, cid)) for cid in plan.add}
+        return cls(old_to_new, row_of)
+
+
+def _splice_tables(
+    folder: Path, old_folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: dict[str, Chunk], delta: _Delta
+) -> dict[str, int]:
+    """``_write_tables`` for an incremental build: the unchanged chunks' lines are copied from
+    the previous ``chunks.jsonl`` as byte ranges (one per run of unchanged rows) and their row
+    arrays renumbered; only the added chunks are serialised."""
+    import numpy as np
+
+    doc_index = {(d.namespace, d.id): i for i, d in enumerate(docs)}
+    (folder / "docs.json").write_text(json.dumps([vars(d) for d in docs], ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    old_docs = json.loads((old_folder / "docs.json").read_text(encoding="utf-8"))
+    old_doc_to_new = np.array([doc_index.get((d["namespace"], d["id"]), -1) for d in old_docs] + [-1], dtype=np.int32)
+    old_offsets = np.load(old_folder / "offsets.npy")
+    with np.load(old_folder / "rows.npz") as rows:
+        old_row_doc, old_lines = rows["doc"], rows["lines"]
+    n = len(ids)
+    new_to_old = np.full(n, -1, dtype=np.int64)
+    kept = np.flatnonzero(delta.old_to_new >= 0)
+    new_to_old[delta.old_to_new[kept]] = kept
+    row_doc = np.zeros(n, dtype=np.int32)
+    lines = np.zeros((n, 2), dtype=np.int32)
+    row_doc[delta.old_to_new[kept]] = old_doc_to_new[old_row_doc[kept]]
+    if (row_doc[delta.old_to_new[kept]] < 0).any():  # a kept chunk whose document record moved: write it all
+        return _write_tables(folder, docs, ids, by_id)
+    lines[delta.old_to_new[kept]] = old_lines[kept]
+    offsets = np.zeros(n, dtype=np.int64)
+    old_end = np.append(old_offsets[1:], (old_folder / "chunks.jsonl").stat().st_size)
+    # runs of consecutive new rows that are consecutive old rows: one copy each
+    starts = np.flatnonzero((new_to_old < 0) | (np.diff(new_to_old, prepend=-2) != 1))
+    with open(old_folder / "chunks.jsonl", "rb") as source, open(folder / "chunks.jsonl", "wb") as out:
+        for i, start in enumerate(starts.tolist()):
+            stop = int(starts[i + 1]) if i + 1 < len(starts) else n
+            first = int(new_to_old[start])
+            if first < 0:  # an added chunk (a run of one)
+                chunk = by_id[ids[start]]
+                offsets[start] = out.tell()
+                row_doc[start] = doc_index[(chunk.namespace, chunk.doc)]
+                lines[start] = (chunk.line_start, chunk.line_end)
+                out.write(json.dumps(vars(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
+                continue
+            last = first + (stop - start) - 1
+            offsets[start:stop] = old_offsets[first : last + 1] - old_offsets[first] + out.tell()
+            source.seek(int(old_offsets[first]))
+            out.write(source.read(int(old_end[last] - old_offsets[first])))
+    np.save(folder / "offsets.npy", offsets)
+    np.savez(folder / "rows.npz", doc=row_doc, lines=lines)
+    return {"pages": sum(d.namespace == PAGE for d in docs), "evidence": sum(d.namespace == EVIDENCE for d in docs), "chunks": n}
 
 
 @dataclass
@@ -252,7 +351,11 @@ def build_corpus(
         timer.embed = time.perf_counter() - t0
         ids = sorted(by_id)
         dim = int(fresh.shape[1]) if len(plan.embed) else embedder.dim
-        _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
+        delta = _Delta.of(old, old_folder, ids, plan)
+        if delta is not None:
+            _splice_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim, delta)  # type: ignore[arg-type]
+        else:
+            _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
         if progress:
             progress("text index", 0, len(plan.add))
         _write_whoosh(tmp / "whoosh", old_folder / "whoosh" if old_folder else None, plan, by_id)
@@ -262,8 +365,15 @@ def build_corpus(
 
         whoosh_rows = _whoosh_rows(tmp / "whoosh", {cid: row for row, cid in enumerate(ids)})
         np.save(tmp / "whoosh_rows.npy", whoosh_rows)
-        export_bm25(tmp / "whoosh", whoosh_rows, len(ids), TEXT_FIELDS, tmp / BM25_FILE)
-        counts = _write_tables(tmp, corpus.docs, ids, by_id)
+        if delta is not None:
+            from kb.retrieval.bm25 import update_bm25
+
+            added = {delta.row_of[cid]: _whoosh_fields(by_id[cid]) for cid in plan.add}
+            update_bm25(old_folder / BM25_FILE, delta.old_to_new, len(ids), added, _schema(), TEXT_FIELDS, tmp / BM25_FILE)  # type: ignore[operator]
+            counts = _splice_tables(tmp, old_folder, corpus.docs, ids, by_id, delta)  # type: ignore[arg-type]
+        else:
+            export_bm25(tmp / "whoosh", whoosh_rows, len(ids), TEXT_FIELDS, tmp / BM25_FILE)
+            counts = _write_tables(tmp, corpus.docs, ids, by_id)
         manifest = Manifest(source, cfg_hash, dict(key), hashes, iso_utc(), counts)
         (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
     except BaseException:
