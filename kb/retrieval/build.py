@@ -1,11 +1,11 @@
-"""Building the serving indexes (Whoosh BM25F + FAISS vectors) from one commit, and their status.
+"""Building the serving indexes (BM25F postings + FAISS vectors) from one commit, and their status.
 
 Everything lives under ``.kb/index/`` (git-ignored): one folder per version under ``versions/``
 and a ``CURRENT`` file naming the version that serves. A build reads pages (``knowledge/``,
 ``users/``) and evidence (the ledger and its blobs) from git objects of one commit, never the
 working tree; plans with ``kb.retrieval.manifest.plan_build``; writes the new version into a temporary
-folder (copying the previous text index and patching it, reusing stored vectors for unchanged
-content hashes); renames the folder into place, replaces ``CURRENT`` atomically and only then
+folder (patching the previous version's arrays, reusing stored vectors for unchanged content
+hashes); renames the folder into place, replaces ``CURRENT`` atomically and only then
 removes versions older than the previous one. A build killed at any point leaves ``CURRENT``
 and the version it names untouched; every later build (under the lock, before it starts) removes
 the temporary folders of builds whose process is gone, in the serving store and the point-in-time
@@ -14,8 +14,11 @@ ones (``kb.retrieval.store.collect_stale_builds``). Builds run under the reposit
 Files of a version: ``manifest.json`` (written last), ``docs.json`` (one record per page or
 evidence item: scope, status, validity), ``rows.npz`` (per chunk row: doc, lines),
 ``chunks.jsonl`` + ``offsets.npy`` (chunk text, read lazily), ``vectors.npy`` (rows x dim),
-``whoosh/`` and ``whoosh_rows.npy`` (Whoosh document number -> row), ``bm25.npz`` (the
-Whoosh postings exported for numpy scoring, ``kb.retrieval.bm25``).
+``bm25.npz`` (the BM25F postings and field lengths, ``kb.retrieval.bm25``).
+
+An incremental build costs what the change costs: the previous version's rows map onto the new
+ones by sorted searches (``_Delta``); vectors, postings, row arrays and the unchanged chunks'
+bytes are copied with array operations, and only the added chunks are analysed and serialised.
 
 Point-in-time indexes (``kb search --commit``) live under ``at/<commit id>/``, each a store of
 the same shape, built on first use from the serving version plus the chunks that differ.
@@ -130,45 +133,6 @@ def _schema() -> Any:
 
 def _whoosh_fields(chunk: Chunk) -> dict[str, str]:
     return {"cid": chunk.id, "title": chunk.title, "headings": " ".join(chunk.headings), "summary": chunk.summary, "body": chunk.body}
-
-
-def _write_whoosh(folder: Path, old_folder: Path | None, plan: BuildPlan, by_id: dict[str, Chunk]) -> None:
-    from whoosh import index as windex
-
-    if old_folder is not None and not plan.full:
-        shutil.copytree(old_folder, folder)
-        ix = windex.open_dir(str(folder))
-    else:
-        folder.mkdir()
-        ix = windex.create_in(str(folder), _schema())
-    writer = ix.writer(procs=1, limitmb=256, multisegment=False)
-    try:
-        for chunk_id in plan.delete:
-            writer.delete_by_term("cid", chunk_id)
-        for chunk_id in plan.add:
-            writer.add_document(**_whoosh_fields(by_id[chunk_id]))
-    except BaseException:
-        writer.cancel()
-        raise
-    # Deleted documents stay in old segments (and in Whoosh's document counts) until a merge:
-    # rewrite everything once they are a fifth of the index.
-    stale = ix.doc_count_all() - ix.doc_count() + len(plan.delete)
-    writer.commit(optimize=stale > 0.2 * max(ix.doc_count_all(), 1))
-    ix.close()
-
-
-def _whoosh_rows(folder: Path, row_of: dict[str, int]) -> NDArray[np.int32]:
-    """Whoosh document number -> row (-1 for deleted documents)."""
-    import numpy as np
-    from whoosh import index as windex
-
-    ix = windex.open_dir(str(folder))
-    with ix.reader() as reader:
-        out = np.full(reader.doc_count_all(), -1, dtype=np.int32)
-        for docnum, stored in reader.iter_docs():
-            out[docnum] = row_of[stored["cid"]]
-    ix.close()
-    return out
 
 
 def _write_vectors(
@@ -289,7 +253,8 @@ def _splice_tables(
     offsets = np.zeros(n, dtype=np.int64)
     old_end = np.append(old_offsets[1:], (old_folder / "chunks.jsonl").stat().st_size)
     # runs of consecutive new rows that are consecutive old rows: one copy each
-    starts = np.flatnonzero((new_to_old < 0) | (np.diff(new_to_old, prepend=-2) != 1))
+    previous = np.concatenate([[-1], new_to_old[:-1]])
+    starts = np.flatnonzero((new_to_old < 0) | (previous < 0) | (new_to_old - previous != 1))
     with open(old_folder / "chunks.jsonl", "rb") as source, open(folder / "chunks.jsonl", "wb") as out:
         for i, start in enumerate(starts.tolist()):
             stop = int(starts[i + 1]) if i + 1 < len(starts) else n
@@ -308,6 +273,30 @@ def _splice_tables(
     np.save(folder / "offsets.npy", offsets)
     np.savez(folder / "rows.npz", doc=row_doc, lines=lines)
     return {"pages": sum(d.namespace == PAGE for d in docs), "evidence": sum(d.namespace == EVIDENCE for d in docs), "chunks": n}
+
+
+def _write_text_index(
+    folder: Path,
+    old_folder: Path | None,
+    docs: Sequence[Doc],
+    ids: Sequence[str],
+    by_id: dict[str, Chunk],
+    plan: BuildPlan,
+    delta: _Delta | None,
+) -> dict[str, int]:
+    """The BM25 postings and the row tables: patched from the previous version when ``delta``
+    says how its rows map, else written from the chunks."""
+    import numpy as np
+
+    from kb.retrieval.bm25 import BM25_FILE, update_bm25
+
+    if delta is not None and old_folder is not None:
+        added = {delta.row_of[cid]: _whoosh_fields(by_id[cid]) for cid in plan.add}
+        update_bm25(old_folder / BM25_FILE, delta.old_to_new, len(ids), added, _schema(), TEXT_FIELDS, folder / BM25_FILE)
+        return _splice_tables(folder, old_folder, docs, ids, by_id, delta)
+    everything = {row: _whoosh_fields(by_id[cid]) for row, cid in enumerate(ids)}
+    update_bm25(None, np.zeros(0, dtype=np.int64), len(ids), everything, _schema(), TEXT_FIELDS, folder / BM25_FILE)
+    return _write_tables(folder, docs, ids, by_id)
 
 
 @dataclass
@@ -358,22 +347,7 @@ def build_corpus(
             _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
         if progress:
             progress("text index", 0, len(plan.add))
-        _write_whoosh(tmp / "whoosh", old_folder / "whoosh" if old_folder else None, plan, by_id)
-        import numpy as np
-
-        from kb.retrieval.bm25 import BM25_FILE, export_bm25
-
-        whoosh_rows = _whoosh_rows(tmp / "whoosh", {cid: row for row, cid in enumerate(ids)})
-        np.save(tmp / "whoosh_rows.npy", whoosh_rows)
-        if delta is not None:
-            from kb.retrieval.bm25 import update_bm25
-
-            added = {delta.row_of[cid]: _whoosh_fields(by_id[cid]) for cid in plan.add}
-            update_bm25(old_folder / BM25_FILE, delta.old_to_new, len(ids), added, _schema(), TEXT_FIELDS, tmp / BM25_FILE)  # type: ignore[operator]
-            counts = _splice_tables(tmp, old_folder, corpus.docs, ids, by_id, delta)  # type: ignore[arg-type]
-        else:
-            export_bm25(tmp / "whoosh", whoosh_rows, len(ids), TEXT_FIELDS, tmp / BM25_FILE)
-            counts = _write_tables(tmp, corpus.docs, ids, by_id)
+        counts = _write_text_index(tmp, old_folder, corpus.docs, ids, by_id, plan, delta)
         manifest = Manifest(source, cfg_hash, dict(key), hashes, iso_utc(), counts)
         (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
     except BaseException:

@@ -67,8 +67,9 @@ EDITS: list[dict[str, str | None]] = [
             ("Crew", "Forty crew members."),
         )
     },
-    # a page deleted, a page added with words new to the index
+    # a page deleted, a page added with words new to the index, one that sorts before every other
     {
+        "knowledge/aardvark.md": _page("knowledge/aardvark.md", "Aardvark burrow", ("Den", "The aardvark digs by the river.")),
         "knowledge/orchard.md": None,
         "knowledge/lighthouse.md": _page(
             "knowledge/lighthouse.md",
