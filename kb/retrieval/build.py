@@ -31,7 +31,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -172,6 +172,14 @@ def _splice_vectors(
     np.save(folder / "vectors.npy", vectors)
 
 
+_CHUNK_FIELDS = tuple(f.name for f in fields(Chunk))
+
+
+def _record(chunk: Chunk) -> dict[str, Any]:
+    """A chunk's line in ``chunks.jsonl`` (also for a ``StoredChunk``, whose fields load lazily)."""
+    return {name: getattr(chunk, name) for name in _CHUNK_FIELDS}
+
+
 def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: dict[str, Chunk]) -> dict[str, int]:
     import numpy as np
 
@@ -186,8 +194,7 @@ def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: 
             offsets[row] = out.tell()
             row_doc[row] = doc_index[(chunk.namespace, chunk.doc)]
             lines[row] = (chunk.line_start, chunk.line_end)
-            # vars(), not asdict(): the fields are flat, and asdict deep-copies each of them
-            out.write(json.dumps(vars(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
+            out.write(json.dumps(_record(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
     np.save(folder / "offsets.npy", offsets)
     np.savez(folder / "rows.npz", doc=row_doc, lines=lines)
     return {"pages": sum(d.namespace == PAGE for d in docs), "evidence": sum(d.namespace == EVIDENCE for d in docs), "chunks": len(ids)}
@@ -264,7 +271,7 @@ def _splice_tables(
                 offsets[start] = out.tell()
                 row_doc[start] = doc_index[(chunk.namespace, chunk.doc)]
                 lines[start] = (chunk.line_start, chunk.line_end)
-                out.write(json.dumps(vars(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
+                out.write(json.dumps(_record(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
                 continue
             last = first + (stop - start) - 1
             offsets[start:stop] = old_offsets[first : last + 1] - old_offsets[first] + out.tell()
@@ -331,7 +338,8 @@ def build_corpus(
     plan = plan_build(old, hashes, key, full)
     if base is store and old is not None and not plan.full and old.source_commit == source and not plan.changed:
         return _result(source, store.current() or "", plan, corpus, timer, unchanged=True)
-    text_of = {c.content_hash: c.text for c in corpus.chunks}
+    wanted = set(plan.embed)
+    text_of = {hashes[c.id]: c.text for c in corpus.chunks if hashes[c.id] in wanted}
     name, tmp = store.new_tmp(source)
     try:
         t0 = time.perf_counter()
