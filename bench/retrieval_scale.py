@@ -1,14 +1,23 @@
-"""Scale benchmark of the serving layer on a generated repository.
+"""Scale benchmark of the serving layer on a generated repository of real text.
 
     python bench/retrieval_scale.py all --pages 10000 --workdir /tmp/kb-scale --json-out scale.json
+    python bench/retrieval_scale.py generate --pages 10000 --workdir /tmp/s && \
+      python bench/retrieval_scale.py build --embedder hash --workdir /tmp/s && \
+      python bench/retrieval_scale.py incremental --embedder hash --runs 5 --workdir /tmp/s
 
-Steps (each also runs alone): ``generate`` writes a repository with N pages (5 sections of two
-sentences each, 80% shared, 20% spread over 50 users) in one commit, with words drawn from
-SciFact's unigram distribution when ../shared/data is present (realistic term statistics); ``build`` runs a full build and reports the
-share of time spent embedding; ``throughput`` embeds a sample of the same chunk texts with the
-embedder alone (its rate, and the embedding time it projects for all chunks); ``incremental`` edits one section of one page, commits, and
-times the incremental build; ``query`` loads the index in a fresh process and runs Q hybrid
-queries (query embedding included), reporting load time, p50/p95 and resident memory.
+Steps (each also runs alone): ``generate`` writes a repository with N pages in one commit (80%
+shared, 20% spread over 50 users), each page one SciFact abstract (``../shared/data``) cut into
+five sections of its sentences, so chunks are real passages as the product chunks them (the
+5,183 abstracts repeat past that many pages, with distinct titles); without the data, made-up
+words from a Zipfian vocabulary. ``build`` runs a full build and reports the share of time
+spent embedding; ``throughput`` embeds a sample of the same chunk texts with the embedder alone
+(its rate, and the embedding time it projects for all chunks); ``incremental`` edits one
+section of one page, commits and times the incremental build, ``--runs`` times (``--profile``
+writes cProfile stats of the last); ``query`` loads the index in a fresh process and runs Q
+hybrid queries (query embedding included), reporting load time, p50/p95 and resident memory.
+``--embedder hash`` replaces the model by a hash of the text in ``build`` and ``incremental``:
+they then measure index maintenance alone (``query`` is skipped: the index does not match the
+configured model).
 """
 
 from __future__ import annotations
