@@ -183,7 +183,7 @@ def _merge_field(data: Any, field: str, old_to_new: NDArray[np.int64], n_rows: i
             new_terms.append(term)
             new_rows.append(row)
             new_tf.append(weight)
-    union = np.union1d(terms, np.array(new_terms, dtype=str)) if new_terms else terms
+    union = _with_terms(terms, new_terms)
     old_slot = np.searchsorted(union, terms)[term_of] if len(terms) else np.zeros(0, dtype=np.int64)
     new_slot = np.searchsorted(union, np.array(new_terms, dtype=str)) if new_terms else np.zeros(0, dtype=np.int64)
     old_count = np.bincount(old_slot, minlength=len(union))
@@ -215,3 +215,20 @@ def _merge_field(data: Any, field: str, old_to_new: NDArray[np.int64], n_rows: i
     out[f"{field}.tf"] = out_tf
     out[f"{field}.lengths"] = lengths
     return out
+
+
+def _with_terms(terms: NDArray[Any], new_terms: list[str]) -> NDArray[Any]:
+    """The sorted ``terms`` with ``new_terms`` added: the few missing ones inserted in place, no
+    sort of the whole vocabulary (an edit rarely brings a new word)."""
+    import numpy as np
+
+    if not new_terms:
+        return terms
+    fresh = np.unique(np.array(new_terms, dtype=str))
+    at = np.searchsorted(terms, fresh)
+    known = (at < len(terms)) & (terms[np.minimum(at, max(len(terms) - 1, 0))] == fresh) if len(terms) else np.zeros(len(fresh), bool)
+    missing = fresh[~known]
+    if not len(missing):
+        return terms
+    width = max(terms.dtype.itemsize, missing.dtype.itemsize) // 4
+    return np.insert(terms.astype(f"<U{width}"), np.searchsorted(terms, missing), missing)
