@@ -142,13 +142,7 @@ class StoredChunk(Chunk):
     for unchanged chunks). So reusing 50,000 chunks costs no JSON parsing."""
 
     def __init__(self, chunk_id: str, doc: str, namespace: str, content_hash: str, reader: _ChunkReader, row: int) -> None:
-        set_ = object.__setattr__
-        set_(self, "id", chunk_id)
-        set_(self, "doc", doc)
-        set_(self, "namespace", namespace)
-        set_(self, "_hash", content_hash)
-        set_(self, "_reader", reader)
-        set_(self, "_row", row)
+        self.__dict__.update(id=chunk_id, doc=doc, namespace=namespace, _hash=content_hash, _reader=reader, _row=row)
 
     def __getattr__(self, name: str) -> Any:  # only called for the fields not set above
         if name.startswith("_"):
