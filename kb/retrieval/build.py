@@ -40,7 +40,7 @@ from kb.config import Config, config_hash
 from kb.errors import IndexMissingError, NotFoundError
 from kb.repo import Repo
 from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
-from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache
+from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache, read_docs
 from kb.retrieval.embed_cache import with_cache
 from kb.retrieval.embedder import Embedder, embed_all, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
@@ -246,7 +246,7 @@ def _splice_tables(
 
     doc_index = {(d.namespace, d.id): i for i, d in enumerate(docs)}
     (folder / "docs.json").write_text(json.dumps([vars(d) for d in docs], ensure_ascii=False, sort_keys=True), encoding="utf-8")
-    old_docs = json.loads((old_folder / "docs.json").read_text(encoding="utf-8"))
+    old_docs = read_docs(old_folder)
     old_doc_to_new = np.array([doc_index.get((d["namespace"], d["id"]), -1) for d in old_docs] + [-1], dtype=np.int32)
     old_offsets = np.load(old_folder / "offsets.npy")
     with np.load(old_folder / "rows.npz") as rows:

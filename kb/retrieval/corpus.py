@@ -182,13 +182,17 @@ def load_source_cache(folder: Path) -> SourceCache:
     The chunks are ``StoredChunk`` records built from the manifest (ids in row order, content
     hashes) and the row tables, not parsed from ``chunks.jsonl``.
     """
+    import gc
+
     import numpy as np
 
     from kb.errors import IndexMissingError
     from kb.retrieval.manifest import MANIFEST_FILE, load_manifest
 
+    enabled = gc.isenabled()
+    gc.disable()  # 50,000 small objects and nothing cyclic: collections here only cost time
     try:
-        docs = [Doc(**d) for d in json.loads((folder / "docs.json").read_text(encoding="utf-8"))]
+        docs = [Doc(**d) for d in read_docs(folder)]
         manifest = load_manifest(folder / MANIFEST_FILE)
         with np.load(folder / "rows.npz") as rows:
             row_doc = rows["doc"]
@@ -202,4 +206,22 @@ def load_source_cache(folder: Path) -> SourceCache:
             by_doc.setdefault(d, []).append(StoredChunk(chunk_id, doc.id, doc.namespace, manifest.chunks[chunk_id], reader, row))
     except (OSError, ValueError, TypeError, KeyError, IndexError, IndexMissingError):
         return {}
+    finally:
+        if enabled:
+            gc.enable()
     return {d.source: (d, tuple(by_doc.get(i, ()))) for i, d in enumerate(docs) if d.source}
+
+
+_DOCS: dict[tuple[str, int, int, int], list[dict[str, Any]]] = {}  # the last docs.json read, by file identity
+
+
+def read_docs(folder: Path) -> list[dict[str, Any]]:
+    """A version's ``docs.json`` records (the last one read is kept: a build reads it twice, and
+    a version's files never change once it is in place)."""
+    path = folder / "docs.json"
+    stat = path.stat()
+    key = (str(path), stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    if key not in _DOCS:
+        _DOCS.clear()
+        _DOCS[key] = json.loads(path.read_text(encoding="utf-8"))
+    return _DOCS[key]
