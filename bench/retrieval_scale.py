@@ -237,7 +237,7 @@ def incremental(root: Path, full_seconds: float | None, embedder: str = "model",
     from kb.retrieval.build import build_index
 
     repo = Repo(root)
-    times, results = [], []
+    times, cpu, results = [], [], []
     for run in range(runs):
         path = f"knowledge/topic-03/page-{3 + 100 * run:05d}.md"
         text = repo.read_at(repo.head(), path).decode()
@@ -253,9 +253,10 @@ def incremental(root: Path, full_seconds: float | None, embedder: str = "model",
 
             prof = cProfile.Profile()
             prof.enable()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = build_index(repo, embedder=_embedder(embedder))
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
         if prof is not None:
             prof.disable()
             prof.dump_stats(str(profile))
@@ -264,6 +265,8 @@ def incremental(root: Path, full_seconds: float | None, embedder: str = "model",
     out = {
         "seconds": [round(t, 3) for t in times],
         "median_seconds": round(statistics.median(times), 3),
+        "cpu_seconds": [round(t, 3) for t in cpu],
+        "median_cpu_seconds": round(statistics.median(cpu), 3),
         "embedded": last.embedded,
         "reused": last.reused,
         "removed": last.removed,
