@@ -1,14 +1,23 @@
-"""Scale benchmark of the serving layer on a generated repository.
+"""Scale benchmark of the serving layer on a generated repository of real text.
 
     python bench/retrieval_scale.py all --pages 10000 --workdir /tmp/kb-scale --json-out scale.json
+    python bench/retrieval_scale.py generate --pages 10000 --workdir /tmp/s && \
+      python bench/retrieval_scale.py build --embedder hash --workdir /tmp/s && \
+      python bench/retrieval_scale.py incremental --embedder hash --runs 5 --workdir /tmp/s
 
-Steps (each also runs alone): ``generate`` writes a repository with N pages (5 sections of two
-sentences each, 80% shared, 20% spread over 50 users) in one commit, with words drawn from
-SciFact's unigram distribution when ../shared/data is present (realistic term statistics); ``build`` runs a full build and reports the
-share of time spent embedding; ``throughput`` embeds a sample of the same chunk texts with the
-embedder alone (its rate, and the embedding time it projects for all chunks); ``incremental`` edits one section of one page, commits, and
-times the incremental build; ``query`` loads the index in a fresh process and runs Q hybrid
-queries (query embedding included), reporting load time, p50/p95 and resident memory.
+Steps (each also runs alone): ``generate`` writes a repository with N pages in one commit (80%
+shared, 20% spread over 50 users), each page one SciFact abstract (``../shared/data``) cut into
+five sections of its sentences, so chunks are real passages as the product chunks them (the
+5,183 abstracts repeat past that many pages, with distinct titles); without the data, made-up
+words from a Zipfian vocabulary. ``build`` runs a full build and reports the share of time
+spent embedding; ``throughput`` embeds a sample of the same chunk texts with the embedder alone
+(its rate, and the embedding time it projects for all chunks); ``incremental`` edits one
+section of one page, commits and times the incremental build, ``--runs`` times (``--profile``
+writes cProfile stats of the last); ``query`` loads the index in a fresh process and runs Q
+hybrid queries (query embedding included), reporting load time, p50/p95 and resident memory.
+``--embedder hash`` replaces the model by a hash of the text in ``build`` and ``incremental``:
+they then measure index maintenance alone (``query`` is skipped: the index does not match the
+configured model).
 """
 
 from __future__ import annotations
@@ -25,9 +34,14 @@ import sys
 import time
 from pathlib import Path
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / "corpus.jsonl"
+_DATA_PLACES = [Path(__file__).resolve().parents[2] / "shared", Path(__file__).resolve().parents[3] / "shared"]
+SCIFACT = next(
+    (p / "data" / "scifact" / "corpus.jsonl" for p in _DATA_PLACES if (p / "data" / "scifact" / "corpus.jsonl").exists()),
+    _DATA_PLACES[0] / "data" / "scifact" / "corpus.jsonl",
+)
 SYLLABLES = "ka lo mi ren tor vin sa del bra qui nor fe lix ta mon ger zu pal hen cor bi da es".split()
 WORD_RE = re.compile(r"[A-Za-z][a-z]+")
+SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
 def _vocabulary(rng: random.Random) -> tuple[list[str], list[float]]:
@@ -76,11 +90,43 @@ def _page(text: _Text, rng: random.Random, path: str, scope: str) -> tuple[str, 
     return meta + "\n".join(body), queries
 
 
+def _scifact_docs() -> list[tuple[str, list[str]]]:
+    """SciFact abstracts as (title, sentences): the real text the scale benchmark indexes."""
+    docs = []
+    with open(SCIFACT, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            sentences = [s for s in SENTENCE_RE.split(record["text"].strip()) if s]
+            if len(sentences) >= 5:
+                docs.append((record["title"].rstrip("."), sentences))
+    return docs
+
+
+def _real_page(doc: tuple[str, list[str]], n: int, path: str, scope: str, rng: random.Random) -> tuple[str, list[str]]:
+    """One page from one abstract: five sections of its sentences, headed by their first words."""
+    title, sentences = doc
+    title = f"{title} ({n})"  # the abstracts repeat past 5,183 pages; titles keep the pages distinct
+    parts = [sentences[i::5] for i in range(5)]  # five sections, every sentence used once
+    body = [f"# {title}\n"]
+    queries = []
+    for i, part in enumerate(parts):
+        paragraph = " ".join(part)
+        heading = " ".join(WORD_RE.findall(part[0])[:3]).capitalize() or f"Part {i + 1}"
+        body.append(f"## {heading}\n\n{paragraph}\n")
+        content = [w.lower() for w in WORD_RE.findall(paragraph) if len(w) > 3]
+        if content:
+            queries.append(" ".join(rng.sample(content, min(len(content), rng.randint(3, 6)))))
+    summary = sentences[0][:160]
+    meta = f"---\nid: {path[:-3]}\ntype: fact\ntitle: {json.dumps(title)}\nsummary: {json.dumps(summary)}\nscope: {scope}\nstatus: active\n---\n"
+    return meta + "\n".join(body), queries
+
+
 def generate(root: Path, pages: int, seed: int = 7) -> dict:
     from kb.scaffold import init_repository
 
     rng = random.Random(seed)
-    text = _Text(rng)
+    real = _scifact_docs() if SCIFACT.exists() else []
+    text = None if real else _Text(rng)
     repo = init_repository(root)
     changes: dict[str, bytes | None] = {}
     queries: list[str] = []
@@ -90,9 +136,12 @@ def generate(root: Path, pages: int, seed: int = 7) -> dict:
             path, scope = f"users/{user}/page-{n:05d}.md", f"user:{user}"
         else:
             path, scope = f"knowledge/topic-{n % 100:02d}/page-{n:05d}.md", "system"
-        page, qs = _page(text, rng, path, scope)
+        if text is None:
+            page, qs = _real_page(real[n % len(real)], n, path, scope, rng)
+        else:
+            page, qs = _page(text, rng, path, scope)
         changes[path] = page.encode()
-        if scope == "system":
+        if scope == "system" and qs:
             queries.append(rng.choice(qs))
     t0 = time.perf_counter()
     repo.commit_changes(changes, f"bench: {pages} generated pages\n")
@@ -101,8 +150,37 @@ def generate(root: Path, pages: int, seed: int = 7) -> dict:
     return {
         "pages": pages,
         "commit_seconds": round(time.perf_counter() - t0, 2),
-        "vocabulary": "scifact unigrams" if SCIFACT.exists() else "zipf made-up words",
+        "text": "scifact abstracts" if real else "zipf made-up words (no SciFact data found)",
     }
+
+
+class HashEmbedder:
+    """A deterministic stand-in for the model (``--embedder hash``): a vector from the text's
+    hash. The incremental step measures index maintenance, not embedding (which the
+    ``throughput`` step and the embedding cache cover), and a full build of 50,000 real chunks
+    with the model takes most of an hour on this machine."""
+
+    identity = "bench-hash/1"
+    dim = 384
+
+    def embed_passages(self, texts):  # type: ignore[no-untyped-def]
+        import hashlib
+
+        import numpy as np
+
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+    def embed_query(self, text):  # type: ignore[no-untyped-def]
+        return self.embed_passages([text])[0]
+
+
+def _embedder(name: str):  # type: ignore[no-untyped-def]
+    return HashEmbedder() if name == "hash" else None
 
 
 def _progress(stage: str, done: int, total: int) -> None:
@@ -110,11 +188,11 @@ def _progress(stage: str, done: int, total: int) -> None:
         print(f"  {stage}: {done}/{total}  {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
 
 
-def build(root: Path) -> dict:
+def build(root: Path, embedder: str = "model") -> dict:
     from kb.repo import Repo
     from kb.retrieval.build import build_index
 
-    result = build_index(Repo(root), full=True, progress=_progress)
+    result = build_index(Repo(root), full=True, progress=_progress, embedder=_embedder(embedder))
     return {
         "chunks": result.chunks,
         "pages": result.pages,
@@ -151,30 +229,53 @@ def throughput(root: Path, sample: int) -> dict:
     }
 
 
-def incremental(root: Path, full_seconds: float | None) -> dict:
+def incremental(root: Path, full_seconds: float | None, embedder: str = "model", runs: int = 3, profile: Path | None = None) -> dict:
+    """Edit one section of one page, commit, build incrementally; ``runs`` times (a different
+    page each time), reporting every time and the median. ``profile`` writes cProfile stats of
+    the last run."""
     from kb.repo import Repo
     from kb.retrieval.build import build_index
 
     repo = Repo(root)
-    path = "knowledge/topic-03/page-00003.md"
-    text = repo.read_at(repo.head(), path).decode()
-    marker = "\n## "
-    at = text.index(marker, text.index(marker) + 1)  # the second section
-    repo.commit_changes(
-        {path: (text[:at] + "\nA late correction was added to this section." + text[at:]).encode()}, "bench: edit one page\n"
-    )
-    t0 = time.perf_counter()
-    result = build_index(repo)
-    seconds = time.perf_counter() - t0
+    times, cpu, results = [], [], []
+    for run in range(runs):
+        path = f"knowledge/topic-03/page-{3 + 100 * run:05d}.md"
+        text = repo.read_at(repo.head(), path).decode()
+        marker = "\n## "
+        at = text.index(marker, text.index(marker) + 1)  # the second section
+        repo.commit_changes(
+            {path: (text[:at] + f"\nA late correction ({run}) was added to this section." + text[at:]).encode()},
+            "bench: edit one page\n",
+        )
+        prof = None
+        if profile is not None and run == runs - 1:
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
+        t0, c0 = time.perf_counter(), time.process_time()
+        result = build_index(repo, embedder=_embedder(embedder))
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+        if prof is not None:
+            prof.disable()
+            prof.dump_stats(str(profile))
+        results.append(result)
+    last = results[-1]
     out = {
-        "seconds": round(seconds, 2),
-        "embedded": result.embedded,
-        "reused": result.reused,
-        "removed": result.removed,
-        "added": result.added,
+        "seconds": [round(t, 3) for t in times],
+        "median_seconds": round(statistics.median(times), 3),
+        "cpu_seconds": [round(t, 3) for t in cpu],
+        "median_cpu_seconds": round(statistics.median(cpu), 3),
+        "embedded": last.embedded,
+        "reused": last.reused,
+        "removed": last.removed,
+        "added": last.added,
+        "chunks": last.chunks,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     if full_seconds:
-        out["share_of_full"] = round(seconds / full_seconds, 4)
+        out["share_of_full"] = round(statistics.median(times) / full_seconds, 4)
     return out
 
 
@@ -229,6 +330,11 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1500, help="chunks embedded alone by the throughput step")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/kb-scale"))
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument(
+        "--embedder", choices=["model", "hash"], default="model", help="hash: a deterministic stand-in, for build and incremental timing"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="incremental builds, each after a one-section edit")
+    parser.add_argument("--profile", type=Path, help="cProfile stats of the last incremental build")
     args = parser.parse_args()
     root = args.workdir / "repo"
     report: dict = json.loads(args.json_out.read_text()) if args.json_out and args.json_out.exists() else {}
@@ -238,11 +344,13 @@ def main() -> None:
         if step == "generate":
             report["generate"] = generate(root, args.pages)
         elif step == "build":
-            report["build"] = build(root)
+            report["build"] = build(root, args.embedder)
         elif step == "throughput":
             report["throughput"] = throughput(root, args.sample)
         elif step == "incremental":
-            report["incremental"] = incremental(root, report.get("build", {}).get("seconds"))
+            report["incremental"] = incremental(root, report.get("build", {}).get("seconds"), args.embedder, args.runs, args.profile)
+        elif args.embedder == "hash":
+            report[step] = {"skipped": "--embedder hash: the index is not queryable with the configured model"}
         else:  # a fresh process, so that load time and memory are the serving ones
             cmd = [sys.executable, __file__, "_query", "--workdir", str(args.workdir), "--queries", str(args.queries)]
             report["query"] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)

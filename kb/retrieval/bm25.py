@@ -3,9 +3,12 @@
 Whoosh is the text index: it is built, patched incrementally and analysed with our analyzer.
 Its own query path, though, walks postings one by one in Python: 110-220 ms per query on
 SciFact's 10,000 chunks, 0.37 s median on the 50,000-chunk scale benchmark (this 2-core box).
-So at build time the postings of every field (term frequencies) and the byte-quantised field
-lengths are exported from the Whoosh index into numpy arrays (``bm25.npz``), and a query is a
-few vectorised operations per (term, field).
+So a build writes the postings of every field (term frequencies, from our analyzer through the
+Whoosh field's own ``index``) and the byte-quantised field lengths into numpy arrays
+(``bm25.npz``), and a query is a few vectorised operations per (term, field). An incremental
+build renumbers the previous version's arrays and analyses only the added chunks
+(``update_bm25``): its cost follows the change, not the corpus. Whoosh itself is the reference
+engine (``Searcher(..., bm25_engine="whoosh")``, an in-memory index built on demand).
 
 The collection statistics of BM25 (the document count, each term's document frequency, the
 average field lengths) are computed at query time over exactly the rows the query may return:
@@ -14,8 +17,7 @@ count every scope (and deleted documents), so one user's words would move anothe
 scores; here a score is the score the same text would get in an index that held only what its
 reader may see. The formula is otherwise Whoosh's BM25F (its idf, its quantised lengths);
 a test compares rankings and scores with Whoosh's own searcher given the same statistics.
-Rows are index rows (``kb.retrieval.build``), not Whoosh document numbers; postings of deleted
-documents are dropped.
+Rows are index rows (``kb.retrieval.build``).
 """
 
 from __future__ import annotations
@@ -30,76 +32,6 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 BM25_FILE = "bm25.npz"
-
-
-def _leaf_postings(matcher: Any) -> tuple[Any, Any]:
-    """All (ids, weights) of a Whoosh posting matcher, read block by block when possible."""
-    import numpy as np
-
-    leaf = getattr(matcher, "child", matcher)  # a FilterMatcher wraps leaves with deletions
-    ids: list[Any] = []
-    weights: list[Any] = []
-    if hasattr(leaf, "_read_ids") and hasattr(leaf, "_next_block"):  # whoosh 2.7 W3LeafMatcher
-        while not leaf._atend:
-            if leaf._ids is None:
-                leaf._read_ids()
-            if leaf._weights is None:
-                leaf._read_weights()
-            ids.append(np.asarray(leaf._ids, dtype=np.int64))
-            weights.append(np.asarray(leaf._weights, dtype=np.float32))
-            if leaf._lastblock:
-                break
-            leaf._next_block()
-        if ids:
-            return np.concatenate(ids), np.concatenate(weights)
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    plain_ids, plain_weights = [], []
-    while leaf.is_active():
-        plain_ids.append(leaf.id())
-        plain_weights.append(leaf.weight())
-        leaf.next()
-    return np.asarray(plain_ids, dtype=np.int64), np.asarray(plain_weights, dtype=np.float32)
-
-
-def export_bm25(whoosh_dir: Path, whoosh_rows: NDArray[np.int32], n_rows: int, fields: Sequence[str], out: Path) -> None:
-    """Write the postings and field lengths of ``fields`` to ``out`` (npz): no collection statistics."""
-    import numpy as np
-    from whoosh import index as windex
-
-    arrays: dict[str, Any] = {}
-    ix = windex.open_dir(str(whoosh_dir))
-    with ix.reader() as reader:
-        leaves = reader.leaf_readers() if hasattr(reader, "leaf_readers") else [(reader, 0)]
-        for field in fields:
-            per_term: dict[str, list[tuple[Any, Any]]] = {}
-            for sub, offset in leaves:
-                for term in sub.lexicon(field):
-                    ids, weights = _leaf_postings(sub.postings(field, term))
-                    per_term.setdefault(term.decode("utf-8") if isinstance(term, bytes) else term, []).append((ids + offset, weights))
-            terms = sorted(per_term)
-            indptr = np.zeros(len(terms) + 1, dtype=np.int64)
-            rows_parts, tf_parts = [], []
-            for i, term in enumerate(terms):
-                ids = np.concatenate([p[0] for p in per_term[term]])
-                tf = np.concatenate([p[1] for p in per_term[term]])
-                rows = whoosh_rows[ids]
-                live = rows >= 0
-                rows_parts.append(rows[live].astype(np.int32))
-                tf_parts.append(tf[live])
-                indptr[i + 1] = indptr[i] + int(live.sum())
-            lengths = np.zeros(n_rows, dtype=np.float32)
-            for docnum in reader.all_doc_ids():
-                row = whoosh_rows[docnum]
-                if row >= 0:
-                    lengths[row] = reader.doc_field_length(docnum, field, 0)
-            lengths = np.nan_to_num(lengths)  # Whoosh gives None (NaN here) for an empty field: its length is 0
-            arrays[f"{field}.terms"] = np.array(terms, dtype=str) if terms else np.zeros(0, dtype="<U1")
-            arrays[f"{field}.indptr"] = indptr
-            arrays[f"{field}.rows"] = np.concatenate(rows_parts) if rows_parts else np.zeros(0, dtype=np.int32)
-            arrays[f"{field}.tf"] = np.concatenate(tf_parts) if tf_parts else np.zeros(0, dtype=np.float32)
-            arrays[f"{field}.lengths"] = lengths
-    ix.close()
-    np.savez(out, **arrays)
 
 
 class Bm25Table:
@@ -168,3 +100,135 @@ class Bm25Table:
         order = sorted(candidates.tolist(), key=lambda row: (-float(scores[row]), row))
         order = order[:limit]
         return order, [float(scores[row]) for row in order]
+
+
+class _Empty:
+    """The postings of an empty index, shaped like ``np.load`` of a ``bm25.npz``."""
+
+    def __init__(self, fields: Sequence[str], arrays: dict[str, Any]) -> None:
+        self.arrays = {f"{f}.{k}": v for f in fields for k, v in arrays.items()}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.arrays[key]
+
+    def __enter__(self) -> _Empty:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+
+def field_postings(schema: Any, field: str, value: str) -> tuple[dict[str, float], float]:
+    """The (term -> weight) postings and the (byte-quantised) length of one field value, as
+    Whoosh's writer records them for a document: the same analysis, the same length rounding."""
+    from whoosh.util.numeric import byte_to_length, length_to_byte
+
+    postings: dict[str, float] = {}
+    length = 0
+    if value:
+        for tbytes, freq, weight, _ in schema[field].index(value):
+            postings[tbytes.decode("utf-8") if isinstance(tbytes, bytes) else tbytes] = float(weight)
+            length += freq
+    return postings, float(byte_to_length(length_to_byte(length)))
+
+
+def update_bm25(
+    old: Path | None,
+    old_to_new: NDArray[np.int64],
+    n_rows: int,
+    added: dict[int, dict[str, str]],
+    schema: Any,
+    fields: Sequence[str],
+    out: Path,
+) -> None:
+    """Write ``out`` from the previous version's postings ``old`` (None: a full build) and the
+    changed rows.
+
+    ``old_to_new`` maps every old row to its row in the new version (-1: deleted); ``added``
+    gives the field values of the new rows. Only the added rows are analysed; the old postings
+    are renumbered and filtered with array operations. The result holds the postings, lengths
+    and terms a full build writes for the same chunks (within a term the rows may come in
+    another order, which scoring does not depend on; a test compares them).
+    """
+    import numpy as np
+
+    arrays: dict[str, Any] = {}
+    analysed = {row: {f: field_postings(schema, f, values[f]) for f in fields} for row, values in added.items()}
+    empty = {"terms": np.zeros(0, dtype="<U1"), "indptr": np.zeros(1, dtype=np.int64), "rows": np.zeros(0, dtype=np.int32)}
+    empty |= {"tf": np.zeros(0, dtype=np.float32), "lengths": np.zeros(0, dtype=np.float32)}
+    with np.load(old) if old is not None else _Empty(fields, empty) as data:
+        for field in fields:
+            arrays |= _merge_field(data, field, old_to_new, n_rows, analysed)
+    np.savez(out, **arrays)
+
+
+def _merge_field(data: Any, field: str, old_to_new: NDArray[np.int64], n_rows: int, analysed: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """One field's arrays for ``update_bm25``."""
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    terms, indptr = data[f"{field}.terms"], data[f"{field}.indptr"]
+    rows, tf = old_to_new[data[f"{field}.rows"]], data[f"{field}.tf"]
+    term_of = np.repeat(np.arange(len(terms), dtype=np.int64), np.diff(indptr))
+    keep = rows >= 0
+    rows, tf, term_of = rows[keep].astype(np.int32), tf[keep], term_of[keep]
+    lengths = np.zeros(n_rows, dtype=np.float32)
+    survivors = old_to_new >= 0
+    lengths[old_to_new[survivors]] = data[f"{field}.lengths"][survivors]
+    new_terms, new_rows, new_tf = [], [], []
+    for row in sorted(analysed):
+        postings, length = analysed[row][field]
+        lengths[row] = length
+        for term, weight in postings.items():
+            new_terms.append(term)
+            new_rows.append(row)
+            new_tf.append(weight)
+    union = _with_terms(terms, new_terms)
+    old_slot = np.searchsorted(union, terms)[term_of] if len(terms) else np.zeros(0, dtype=np.int64)
+    new_slot = np.searchsorted(union, np.array(new_terms, dtype=str)) if new_terms else np.zeros(0, dtype=np.int64)
+    old_count = np.bincount(old_slot, minlength=len(union))
+    new_count = np.bincount(new_slot, minlength=len(union))
+    out_indptr = np.zeros(len(union) + 1, dtype=np.int64)
+    np.cumsum(old_count + new_count, out=out_indptr[1:])
+    # old postings stay grouped by term (in their order), the new ones follow each group
+    old_start = np.zeros(len(union) + 1, dtype=np.int64)
+    np.cumsum(old_count, out=old_start[1:])
+    old_dest = out_indptr[old_slot] + (np.arange(len(old_slot)) - old_start[old_slot])
+    order = np.argsort(new_slot, kind="stable")
+    new_sorted = new_slot[order]
+    new_start = np.zeros(len(union) + 1, dtype=np.int64)
+    np.cumsum(new_count, out=new_start[1:])
+    new_dest = np.empty(len(new_slot), dtype=np.int64)
+    new_dest[order] = out_indptr[new_sorted] + old_count[new_sorted] + (np.arange(len(new_sorted)) - new_start[new_sorted])
+    out_rows = np.empty(int(out_indptr[-1]), dtype=np.int32)
+    out_tf = np.empty(int(out_indptr[-1]), dtype=np.float32)
+    out_rows[old_dest], out_tf[old_dest] = rows, tf
+    out_rows[new_dest], out_tf[new_dest] = np.array(new_rows, dtype=np.int32), np.array(new_tf, dtype=np.float32)
+    # terms whose postings all went away are dropped, as a fresh export would drop them
+    live = (old_count + new_count) > 0
+    if not live.all():
+        union = union[live]
+        out_indptr = np.concatenate([[0], np.cumsum((old_count + new_count)[live])]).astype(np.int64)
+    out[f"{field}.terms"] = union if len(union) else np.zeros(0, dtype="<U1")
+    out[f"{field}.indptr"] = out_indptr
+    out[f"{field}.rows"] = out_rows
+    out[f"{field}.tf"] = out_tf
+    out[f"{field}.lengths"] = lengths
+    return out
+
+
+def _with_terms(terms: NDArray[Any], new_terms: list[str]) -> NDArray[Any]:
+    """The sorted ``terms`` with ``new_terms`` added: the few missing ones inserted in place, no
+    sort of the whole vocabulary (an edit rarely brings a new word)."""
+    import numpy as np
+
+    if not new_terms:
+        return terms
+    fresh = np.unique(np.array(new_terms, dtype=str))
+    at = np.searchsorted(terms, fresh)
+    known = (at < len(terms)) & (terms[np.minimum(at, max(len(terms) - 1, 0))] == fresh) if len(terms) else np.zeros(len(fresh), bool)
+    missing = fresh[~known]
+    if not len(missing):
+        return terms
+    width = max(terms.dtype.itemsize, missing.dtype.itemsize) // 4
+    return np.insert(terms.astype(f"<U{width}"), np.searchsorted(terms, missing), missing)

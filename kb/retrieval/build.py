@@ -1,11 +1,11 @@
-"""Building the serving indexes (Whoosh BM25F + FAISS vectors) from one commit, and their status.
+"""Building the serving indexes (BM25F postings + FAISS vectors) from one commit, and their status.
 
 Everything lives under ``.kb/index/`` (git-ignored): one folder per version under ``versions/``
 and a ``CURRENT`` file naming the version that serves. A build reads pages (``knowledge/``,
 ``users/``) and evidence (the ledger and its blobs) from git objects of one commit, never the
 working tree; plans with ``kb.retrieval.manifest.plan_build``; writes the new version into a temporary
-folder (copying the previous text index and patching it, reusing stored vectors for unchanged
-content hashes); renames the folder into place, replaces ``CURRENT`` atomically and only then
+folder (patching the previous version's arrays, reusing stored vectors for unchanged content
+hashes); renames the folder into place, replaces ``CURRENT`` atomically and only then
 removes versions older than the previous one. A build killed at any point leaves ``CURRENT``
 and the version it names untouched; every later build (under the lock, before it starts) removes
 the temporary folders of builds whose process is gone, in the serving store and the point-in-time
@@ -14,8 +14,11 @@ ones (``kb.retrieval.store.collect_stale_builds``). Builds run under the reposit
 Files of a version: ``manifest.json`` (written last), ``docs.json`` (one record per page or
 evidence item: scope, status, validity), ``rows.npz`` (per chunk row: doc, lines),
 ``chunks.jsonl`` + ``offsets.npy`` (chunk text, read lazily), ``vectors.npy`` (rows x dim),
-``whoosh/`` and ``whoosh_rows.npy`` (Whoosh document number -> row), ``bm25.npz`` (the
-Whoosh postings exported for numpy scoring, ``kb.retrieval.bm25``).
+``bm25.npz`` (the BM25F postings and field lengths, ``kb.retrieval.bm25``).
+
+An incremental build costs what the change costs: the previous version's rows map onto the new
+ones by sorted searches (``_Delta``); vectors, postings, row arrays and the unchanged chunks'
+bytes are copied with array operations, and only the added chunks are analysed and serialised.
 
 Point-in-time indexes (``kb search --commit``) live under ``at/<commit id>/``, each a store of
 the same shape, built on first use from the serving version plus the chunks that differ.
@@ -28,7 +31,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +40,7 @@ from kb.config import Config, config_hash
 from kb.errors import IndexMissingError, NotFoundError
 from kb.repo import Repo
 from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
-from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache
+from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache, read_docs
 from kb.retrieval.embed_cache import with_cache
 from kb.retrieval.embedder import Embedder, embed_all, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
@@ -132,45 +135,6 @@ def _whoosh_fields(chunk: Chunk) -> dict[str, str]:
     return {"cid": chunk.id, "title": chunk.title, "headings": " ".join(chunk.headings), "summary": chunk.summary, "body": chunk.body}
 
 
-def _write_whoosh(folder: Path, old_folder: Path | None, plan: BuildPlan, by_id: dict[str, Chunk]) -> None:
-    from whoosh import index as windex
-
-    if old_folder is not None and not plan.full:
-        shutil.copytree(old_folder, folder)
-        ix = windex.open_dir(str(folder))
-    else:
-        folder.mkdir()
-        ix = windex.create_in(str(folder), _schema())
-    writer = ix.writer(procs=1, limitmb=256, multisegment=False)
-    try:
-        for chunk_id in plan.delete:
-            writer.delete_by_term("cid", chunk_id)
-        for chunk_id in plan.add:
-            writer.add_document(**_whoosh_fields(by_id[chunk_id]))
-    except BaseException:
-        writer.cancel()
-        raise
-    # Deleted documents stay in old segments (and in Whoosh's document counts) until a merge:
-    # rewrite everything once they are a fifth of the index.
-    stale = ix.doc_count_all() - ix.doc_count() + len(plan.delete)
-    writer.commit(optimize=stale > 0.2 * max(ix.doc_count_all(), 1))
-    ix.close()
-
-
-def _whoosh_rows(folder: Path, row_of: dict[str, int]) -> NDArray[np.int32]:
-    """Whoosh document number -> row (-1 for deleted documents)."""
-    import numpy as np
-    from whoosh import index as windex
-
-    ix = windex.open_dir(str(folder))
-    with ix.reader() as reader:
-        out = np.full(reader.doc_count_all(), -1, dtype=np.int32)
-        for docnum, stored in reader.iter_docs():
-            out[docnum] = row_of[stored["cid"]]
-    ix.close()
-    return out
-
-
 def _write_vectors(
     folder: Path, old_folder: Path | None, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Vectors, dim: int
 ) -> None:
@@ -190,6 +154,32 @@ def _write_vectors(
     np.save(folder / "vectors.npy", vectors)
 
 
+def _splice_vectors(
+    folder: Path, old_folder: Path, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Vectors, dim: int, delta: _Delta
+) -> None:
+    """``_write_vectors`` for an incremental build: unchanged rows are copied as one array
+    operation, only the added rows are looked up one by one."""
+    import numpy as np
+
+    old = np.load(old_folder / "vectors.npy", mmap_mode="r")
+    vectors = np.zeros((len(ids), dim), dtype=np.float32)
+    kept = np.flatnonzero(delta.old_to_new >= 0)
+    vectors[delta.old_to_new[kept]] = old[kept]
+    fresh_row = {h: i for i, h in enumerate(plan.embed)}
+    for cid, row in delta.row_of.items():
+        h = hashes[cid]
+        vectors[row] = fresh[fresh_row[h]] if h in fresh_row else old[plan.reuse[h]]
+    np.save(folder / "vectors.npy", vectors)
+
+
+_CHUNK_FIELDS = tuple(f.name for f in fields(Chunk))
+
+
+def _record(chunk: Chunk) -> dict[str, Any]:
+    """A chunk's line in ``chunks.jsonl`` (also for a ``StoredChunk``, whose fields load lazily)."""
+    return {name: getattr(chunk, name) for name in _CHUNK_FIELDS}
+
+
 def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: dict[str, Chunk]) -> dict[str, int]:
     import numpy as np
 
@@ -204,11 +194,120 @@ def _write_tables(folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: 
             offsets[row] = out.tell()
             row_doc[row] = doc_index[(chunk.namespace, chunk.doc)]
             lines[row] = (chunk.line_start, chunk.line_end)
-            # vars(), not asdict(): the fields are flat, and asdict deep-copies each of them
-            out.write(json.dumps(vars(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
+            out.write(json.dumps(_record(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
     np.save(folder / "offsets.npy", offsets)
     np.savez(folder / "rows.npz", doc=row_doc, lines=lines)
     return {"pages": sum(d.namespace == PAGE for d in docs), "evidence": sum(d.namespace == EVIDENCE for d in docs), "chunks": len(ids)}
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """How the rows of the previous version map onto the new one, for an incremental build.
+
+    Rows are chunk ids in sorted order in both versions; ``old_to_new`` gives every old row its
+    new row (-1 when the chunk was deleted or its content changed). Computed from the positions
+    of the changed ids alone (binary searches) and one integer array pass, so it costs little
+    even at 50,000 chunks.
+    """
+
+    old_to_new: NDArray[np.int64]
+    row_of: dict[str, int]  # new row of each added chunk id
+
+    @classmethod
+    def of(cls, old: Manifest | None, old_folder: Path | None, ids: Sequence[str], plan: BuildPlan) -> _Delta | None:
+        import numpy as np
+
+        from kb.retrieval.bm25 import BM25_FILE
+
+        if plan.full or old is None or old_folder is None or not (old_folder / BM25_FILE).is_file():
+            return None
+        from bisect import bisect_left
+
+        old_ids = sorted(old.chunks)  # the manifest keeps them sorted: a linear pass
+        if not old_ids or not ids:
+            return None
+        # an old row's new row: itself, less the deleted rows before it, plus the added ids before it
+        dead = np.array(sorted(bisect_left(old_ids, cid) for cid in plan.delete), dtype=np.int64)
+        births = np.array(sorted(bisect_left(old_ids, cid) for cid in plan.add), dtype=np.int64)
+        rows = np.arange(len(old_ids), dtype=np.int64)
+        old_to_new = rows - np.searchsorted(dead, rows, side="left") + np.searchsorted(births, rows, side="right")
+        old_to_new[dead] = -1
+        row_of = {cid: bisect_left(ids, cid) for cid in plan.add}
+        return cls(old_to_new, row_of)
+
+
+def _splice_tables(
+    folder: Path, old_folder: Path, docs: Sequence[Doc], ids: Sequence[str], by_id: dict[str, Chunk], delta: _Delta
+) -> dict[str, int]:
+    """``_write_tables`` for an incremental build: the unchanged chunks' lines are copied from
+    the previous ``chunks.jsonl`` as byte ranges (one per run of unchanged rows) and their row
+    arrays renumbered; only the added chunks are serialised."""
+    import numpy as np
+
+    doc_index = {(d.namespace, d.id): i for i, d in enumerate(docs)}
+    (folder / "docs.json").write_text(json.dumps([vars(d) for d in docs], ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    old_docs = read_docs(old_folder)
+    old_doc_to_new = np.array([doc_index.get((d["namespace"], d["id"]), -1) for d in old_docs] + [-1], dtype=np.int32)
+    old_offsets = np.load(old_folder / "offsets.npy")
+    with np.load(old_folder / "rows.npz") as rows:
+        old_row_doc, old_lines = rows["doc"], rows["lines"]
+    n = len(ids)
+    new_to_old = np.full(n, -1, dtype=np.int64)
+    kept = np.flatnonzero(delta.old_to_new >= 0)
+    new_to_old[delta.old_to_new[kept]] = kept
+    row_doc = np.zeros(n, dtype=np.int32)
+    lines = np.zeros((n, 2), dtype=np.int32)
+    row_doc[delta.old_to_new[kept]] = old_doc_to_new[old_row_doc[kept]]
+    if (row_doc[delta.old_to_new[kept]] < 0).any():  # a kept chunk whose document record moved: write it all
+        return _write_tables(folder, docs, ids, by_id)
+    lines[delta.old_to_new[kept]] = old_lines[kept]
+    offsets = np.zeros(n, dtype=np.int64)
+    old_end = np.append(old_offsets[1:], (old_folder / "chunks.jsonl").stat().st_size)
+    # runs of consecutive new rows that are consecutive old rows: one copy each
+    previous = np.concatenate([[-1], new_to_old[:-1]])
+    starts = np.flatnonzero((new_to_old < 0) | (previous < 0) | (new_to_old - previous != 1))
+    with open(old_folder / "chunks.jsonl", "rb") as source, open(folder / "chunks.jsonl", "wb") as out:
+        for i, start in enumerate(starts.tolist()):
+            stop = int(starts[i + 1]) if i + 1 < len(starts) else n
+            first = int(new_to_old[start])
+            if first < 0:  # an added chunk (a run of one)
+                chunk = by_id[ids[start]]
+                offsets[start] = out.tell()
+                row_doc[start] = doc_index[(chunk.namespace, chunk.doc)]
+                lines[start] = (chunk.line_start, chunk.line_end)
+                out.write(json.dumps(_record(chunk), ensure_ascii=False).encode("utf-8") + b"\n")
+                continue
+            last = first + (stop - start) - 1
+            offsets[start:stop] = old_offsets[first : last + 1] - old_offsets[first] + out.tell()
+            source.seek(int(old_offsets[first]))
+            out.write(source.read(int(old_end[last] - old_offsets[first])))
+    np.save(folder / "offsets.npy", offsets)
+    np.savez(folder / "rows.npz", doc=row_doc, lines=lines)
+    return {"pages": sum(d.namespace == PAGE for d in docs), "evidence": sum(d.namespace == EVIDENCE for d in docs), "chunks": n}
+
+
+def _write_text_index(
+    folder: Path,
+    old_folder: Path | None,
+    docs: Sequence[Doc],
+    ids: Sequence[str],
+    by_id: dict[str, Chunk],
+    plan: BuildPlan,
+    delta: _Delta | None,
+) -> dict[str, int]:
+    """The BM25 postings and the row tables: patched from the previous version when ``delta``
+    says how its rows map, else written from the chunks."""
+    import numpy as np
+
+    from kb.retrieval.bm25 import BM25_FILE, update_bm25
+
+    if delta is not None and old_folder is not None:
+        added = {delta.row_of[cid]: _whoosh_fields(by_id[cid]) for cid in plan.add}
+        update_bm25(old_folder / BM25_FILE, delta.old_to_new, len(ids), added, _schema(), TEXT_FIELDS, folder / BM25_FILE)
+        return _splice_tables(folder, old_folder, docs, ids, by_id, delta)
+    everything = {row: _whoosh_fields(by_id[cid]) for row, cid in enumerate(ids)}
+    update_bm25(None, np.zeros(0, dtype=np.int64), len(ids), everything, _schema(), TEXT_FIELDS, folder / BM25_FILE)
+    return _write_tables(folder, docs, ids, by_id)
 
 
 @dataclass
@@ -243,7 +342,8 @@ def build_corpus(
     plan = plan_build(old, hashes, key, full)
     if base is store and old is not None and not plan.full and old.source_commit == source and not plan.changed:
         return _result(source, store.current() or "", plan, corpus, timer, unchanged=True)
-    text_of = {c.content_hash: c.text for c in corpus.chunks}
+    wanted = set(plan.embed)
+    text_of = {hashes[c.id]: c.text for c in corpus.chunks if hashes[c.id] in wanted}
     name, tmp = store.new_tmp(source)
     try:
         t0 = time.perf_counter()
@@ -252,18 +352,14 @@ def build_corpus(
         timer.embed = time.perf_counter() - t0
         ids = sorted(by_id)
         dim = int(fresh.shape[1]) if len(plan.embed) else embedder.dim
-        _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
+        delta = _Delta.of(old, old_folder, ids, plan)
+        if delta is not None:
+            _splice_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim, delta)  # type: ignore[arg-type]
+        else:
+            _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
         if progress:
             progress("text index", 0, len(plan.add))
-        _write_whoosh(tmp / "whoosh", old_folder / "whoosh" if old_folder else None, plan, by_id)
-        import numpy as np
-
-        from kb.retrieval.bm25 import BM25_FILE, export_bm25
-
-        whoosh_rows = _whoosh_rows(tmp / "whoosh", {cid: row for row, cid in enumerate(ids)})
-        np.save(tmp / "whoosh_rows.npy", whoosh_rows)
-        export_bm25(tmp / "whoosh", whoosh_rows, len(ids), TEXT_FIELDS, tmp / BM25_FILE)
-        counts = _write_tables(tmp, corpus.docs, ids, by_id)
+        counts = _write_text_index(tmp, old_folder, corpus.docs, ids, by_id, plan, delta)
         manifest = Manifest(source, cfg_hash, dict(key), hashes, iso_utc(), counts)
         (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
     except BaseException:

@@ -192,11 +192,9 @@ class Searcher:
                 self.row_doc = rows["doc"]
                 self.row_lines = rows["lines"]
             self.offsets = np.load(folder / "offsets.npy")
-            self.whoosh_rows = np.load(folder / "whoosh_rows.npy")
             vectors = np.load(folder / "vectors.npy")
             self._chunks_fd = os.open(folder / "chunks.jsonl", os.O_RDONLY)
             self._chunks_size = os.fstat(self._chunks_fd).st_size
-            self._open_whoosh(folder / "whoosh")
             self._bm25_table = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
         except (
             OSError,
@@ -218,18 +216,33 @@ class Searcher:
         self._faiss = self._make_faiss(vectors)
         self._doc_arrays()
         self._filter_cache: dict[tuple[str, tuple[str, ...], int | None, bool], _Filter] = {}
+        self._ix: Any = None  # the reference engine's in-memory Whoosh index, built on first use
+        self._searcher: Any = None
 
     # ---- loading -------------------------------------------------------------------------
 
-    def _open_whoosh(self, folder: Path) -> None:
-        from whoosh import index as windex
-        from whoosh.index import IndexError as WhooshIndexError
+    def _open_whoosh(self) -> Any:
+        """Whoosh's own searcher over an in-memory index of this version's chunks (document
+        number = row), for ``bm25_engine="whoosh"``: the reference the numpy path is tested against."""
+        if self._searcher is None:
+            from whoosh.filedb.filestore import RamStorage
 
-        try:
-            self._ix = windex.open_dir(str(folder))
-        except WhooshIndexError as exc:
-            raise OSError(str(exc)) from None
-        self._searcher = self._ix.searcher()
+            from kb.retrieval.build import _schema
+
+            self._ix = RamStorage().create_index(_schema())
+            writer = self._ix.writer()
+            for row in range(len(self.row_doc)):
+                record = self.chunk_record(row)
+                writer.add_document(
+                    cid=record["id"],
+                    title=record["title"],
+                    headings=" ".join(record["headings"]),
+                    summary=record["summary"],
+                    body=record["body"],
+                )
+            writer.commit()
+            self._searcher = self._ix.searcher()
+        return self._searcher
 
     def _make_faiss(self, vectors: Vectors) -> faiss.IndexFlatIP:
         import faiss
@@ -252,8 +265,9 @@ class Searcher:
         self.doc_to = np.array([_ordinal(d["valid_to"], _FAR_FUTURE) for d in self.docs], dtype=np.int64)
 
     def close(self) -> None:
-        self._searcher.close()
-        self._ix.close()
+        if self._searcher is not None:
+            self._searcher.close()
+            self._ix.close()
         os.close(self._chunks_fd)
 
     # ---- filters -------------------------------------------------------------------------
@@ -286,9 +300,8 @@ class Searcher:
         import numpy as np
 
         if not rows.whoosh_ready:
-            live = self.whoosh_rows >= 0
-            docnums = np.flatnonzero(live & rows.mask[np.maximum(self.whoosh_rows, 0)]) if len(rows.mask) else np.zeros(0, dtype=np.int64)
-            rows.whoosh = None if len(docnums) == int(live.sum()) else set(docnums.tolist())
+            docnums = np.flatnonzero(rows.mask)  # document number = row
+            rows.whoosh = None if len(docnums) == len(rows.mask) else set(docnums.tolist())
             rows.whoosh_ready = True
         return rows.whoosh
 
@@ -310,13 +323,13 @@ class Searcher:
         """The same BM25F through Whoosh's own searcher (the reference the numpy path is tested
         against): the filter given as ``filter=``, and the statistics recounted from Whoosh's
         postings and stored lengths over the allowed documents only, as the numpy path does."""
-        import numpy as np
         from whoosh import scoring
         from whoosh.query import Or, Term
 
+        searcher = self._open_whoosh()
         allowed = self._whoosh_filter(rows)
-        reader = self._searcher.reader()
-        docnums = allowed if allowed is not None else set(np.flatnonzero(self.whoosh_rows >= 0).tolist())
+        reader = searcher.reader()
+        docnums = allowed if allowed is not None else set(range(len(self.row_doc)))
         dc = len(docnums)
 
         def df(field: str, term: str) -> int:
@@ -338,11 +351,11 @@ class Searcher:
                 return scorer
 
         out = Candidates()
-        self._searcher.weighting = Scoped(B=self.bm25_b, K1=self.bm25_k1)
+        searcher.weighting = Scoped(B=self.bm25_b, K1=self.bm25_k1)
         query = Or([Term(f, t, boost=b) for t in terms for f, b in self.field_boosts.items() if b > 0])
-        results = self._searcher.search(query, limit=limit, filter=allowed)
+        results = searcher.search(query, limit=limit, filter=allowed)
         for score, docnum in results.top_n:
-            out.rows.append(int(self.whoosh_rows[docnum]))
+            out.rows.append(int(docnum))
             out.scores.append(float(score))
         return out
 

@@ -57,11 +57,11 @@ KILLER = textwrap.dedent(
     from kb.retrieval import build as indexing
     from kb.repo import Repo
 
-    real = indexing._write_whoosh
+    real = indexing._write_text_index
     def write_then_die(*args, **kwargs):
         real(*args, **kwargs)  # the new version is half written: vectors and text index, no manifest
         os.kill(os.getpid(), signal.SIGKILL)
-    indexing._write_whoosh = write_then_die
+    indexing._write_text_index = write_then_die
     indexing.build_index(Repo(Path(sys.argv[1])))
     """
 )

@@ -346,7 +346,7 @@ def test_a_build_that_fails_removes_its_temporary_folder(tmp_path: Path, monkeyp
     def broken(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(kb.retrieval.bm25, "export_bm25", broken)
+    monkeypatch.setattr(kb.retrieval.bm25, "update_bm25", broken)
     with pytest.raises(RuntimeError, match="disk on fire"):
         build_index(repo)
     assert list(index_store(repo).versions.iterdir()) == [] and index_store(repo).current() is None
