@@ -341,7 +341,7 @@ TOPICS: list[tuple[str, str, re.Pattern[str]]] = [
     (
         "family",
         "Family and friends",
-        re.compile(rf"\b(?:my|our|your) (?:{_PARTNER}|{_FAMILY}|family|fam|friends?|wedding|anniversary)\b|\b(?:married|divorced|engaged)\b", re.I),
+        re.compile(rf"\b(?:{_PARTNER}|{_FAMILY}|family|fam|friends?|wedding|anniversary|married|divorced|engaged)\b", re.I),
     ),
     (
         "hobbies",

@@ -232,7 +232,9 @@ class _MemoryDraft:
             self._add_attributes(st, attributes)
         for kind, thing in things:
             self._add_thing(st, kind, thing)
-        if not attributes and not things:
+        if things:
+            return
+        if not attributes:
             self._add_topic(st)
         if st.date and (st.note or TIMELINE_RE.search(st.quote)):
             timeline = self.page("timeline", f"{self.name}'s timeline", "timeline")
