@@ -55,6 +55,7 @@ class Statement:
     line: int = 0  # the sentence's own line when the span starts earlier (its label stays its own)
     addressee: str = ""  # whom a "you" in it means
     note: str = ""  # relative dates anchored to the day it was said
+    instruction: bool = False  # a user's standing instruction to their assistant
 
 
 _VERB_S = {
@@ -188,7 +189,8 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
         for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
             sentence = raw.strip()
             words = sentence.split()
-            instruction = by_user and bool(INSTRUCTION_RE.search(sentence))  # short and without "I" is fine then
+            # a standing instruction is given to an assistant: "Don't worry" said to a friend is not one
+            instruction = by_user and not (addressee and _is_person(addressee)) and bool(INSTRUCTION_RE.search(sentence))
             if len(words) < (3 if instruction else 4) or sentence.endswith("?") or SKIP_RE.match(sentence):
                 continue
             if unsafe_statement(sentence):
@@ -231,6 +233,7 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
                     line=start if span_start != start else 0,
                     addressee=to,
                     note=date_note(sentence, date),
+                    instruction=instruction,
                 )
             )
         if answer is not None and len(out) == found:  # nothing stood alone: keep the answer with its question

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from agents.backend import WriteBackend
 from agents.offline.extractive import (
-    INSTRUCTION_RE,
     SENTENCE_RE,
     Attribute,
     Statement,
@@ -223,7 +222,7 @@ class _MemoryDraft:
     def add(self, st: Statement) -> None:
         """File one statement: an instruction or attributes on the profile, the things it names
         on their pages, anything else on a topic page; a dated event on the timeline too."""
-        if st.by_user and INSTRUCTION_RE.search(st.quote):
+        if st.instruction:
             self._add_instruction(st)
             return
         attributes = attributes_of(st)
@@ -284,8 +283,7 @@ class _MemoryDraft:
         current = [f for f in profile.facts if f.get("key") == attr.key and not f.get("valid_to")]
         if any(str(f.get("value", "")).lower() == attr.value.lower() for f in current):
             return False
-        # a value said the same day does not replace another ("I teach yoga", "I work as a nurse")
-        for fact in [f for f in current if str(f.get("valid_from") or "") < st.date]:
+        for fact in current:
             fact["valid_to"] = st.date
             self.closed += 1
             _close_entry(profile, str(fact.get("label", "")), st.date)

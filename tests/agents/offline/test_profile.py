@@ -187,3 +187,23 @@ def test_entity_cards_are_found_again_in_a_later_session() -> None:
     page = parse_page(again["users/jo/cards.md"], "users/jo/cards.md")
     assert [f["value"] for f in page.meta["facts"]] == ["Chase Sapphire Reserve"]
     assert "annual fee is $550" in page.section_text("chase-sapphire-reserve", include_heading=False)
+
+
+def test_a_sentence_to_a_friend_is_no_standing_instruction() -> None:
+    """"Don't worry" said to a friend is not an instruction to an assistant (LoCoMo conv-30 was
+    never merged: three such "instructions" read as conflicting current values)."""
+    friends = item([("Gina", "I lost my job this month."), ("Jon", "Don't worry, I won't let anything get me down."), ("Jon", "Make sure yours stands out.")])
+    sts = conversation_statements(friends, {"Jon"}, "Jon")
+    assert not any(s.instruction for s in sts)
+    assert "instruction" not in [f["key"] for f in profile(plan([friends], "jon", "Jon"), "jon").meta.get("facts") or []]
+    assistant = item([("assistant", "How can I help?"), ("user", "Don't book red-eye flights for me.")], user="jo")
+    assert [s.instruction for s in conversation_statements(assistant, {"user"}, "Jo")] == [True]
+
+
+def test_several_standing_instructions_are_no_conflict_for_the_reviewer() -> None:
+    from agents.offline.reviewer import conflicting_facts
+
+    writes = plan([item([("user", "Always answer in French."), ("user", "Never book red-eye flights.")], user="jo")], "jo", "Jo")
+    page = profile(writes, "jo")
+    assert len([f for f in page.meta["facts"] if f["key"] == "instruction"]) == 2
+    assert conflicting_facts(page) == []
