@@ -119,7 +119,9 @@ def main() -> None:
             f"profile items {r['profile_items']:>3}, matching {r['matching_items']:>3} (precision vs list {r['precision_vs_list']})"
             + ("" if r["merged"] else "  NOT MERGED")
         )
-    print(f"{'all':<42} facts {hit:>2}/{total:<2} recall {hit / total:.2f}  profile items {items}, matching {matching} (precision vs list {matching / max(1, items):.2f})")
+    print(
+        f"{'all':<42} facts {hit:>2}/{total:<2} recall {hit / total:.2f}  profile items {items}, matching {matching} (precision vs list {matching / max(1, items):.2f})"
+    )
 
 
 if __name__ == "__main__":

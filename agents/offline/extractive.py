@@ -195,30 +195,14 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
                 continue
             if unsafe_statement(sentence):
                 continue  # an injection or a request to disclose personal data: not a statement about anyone
-            span_start, to = start, ""
             if by_user:
                 if not instruction and not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
                     continue
-                if not instruction and addresses_someone(sentence):
-                    # "you" is the other person: quote the user, naming whom they spoke to
-                    to = addressee if addressee and (via is not None or not _is_person(addressee)) else ""
-                    if to and _is_person(to) and via is not None:
-                        span_start = via
-                    who = f"the {to}" if to and not _is_person(to) else to
-                    claim = f'{name} told {who}: "{sentence}"' if who else f'{name} said: "{sentence}"'
-                else:
-                    claim = third_person(sentence, name)
-                    if claim == sentence or FIRST_PERSON_LEFT_RE.search(claim[len(name) :]):
-                        # not moved to the third person, or only half ("Jo thinks I'll wait"):
-                        # quote the user instead, so that nobody reads "I" as someone else
-                        claim = f'{name} said: "{sentence}"'
+                claim, span_start, to = _user_claim(sentence, name, start, instruction, addressee, via)
             else:
-                if addressee is None or not is_user(addressee) or not SECOND_PERSON_FACT_RE.search(sentence):
+                if addressee is None or not is_user(addressee) or not _about_the_user(sentence):
                     continue  # not said to the user, or not about them
-                if not (re.search(r"\d|[A-Z][a-z]+ [A-Z]", sentence) or YOUR_THING_RE.search(sentence)):
-                    continue
-                claim = f'{speaker} told {name}: "{sentence}"'
-                to = name
+                claim, span_start, to = f'{speaker} told {name}: "{sentence}"', start, name
             out.append(
                 Statement(
                     item.id,
@@ -241,6 +225,31 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
             claim = f'Asked "{question}", {name} answered: "{text.strip()}"'
             out.append(Statement(item.id, q_start, end, speaker, text.strip(), _terminated(claim), date, True, note=date_note(text, date)))
     return out
+
+
+def _user_claim(sentence: str, name: str, start: int, instruction: bool, addressee: str | None, via: int | None) -> tuple[str, int, str]:
+    """The claim of a user's sentence, the line its citation starts on, and whom it addresses."""
+    if instruction or not addresses_someone(sentence):
+        claim = third_person(sentence, name)
+        if claim == sentence or FIRST_PERSON_LEFT_RE.search(claim[len(name) :]):
+            # not moved to the third person, or only half ("Jo thinks I'll wait"):
+            # quote the user instead, so that nobody reads "I" as someone else
+            claim = f'{name} said: "{sentence}"'
+        return claim, start, ""
+    # "you" is the other person: quote the user, naming whom they spoke to (a person's name
+    # is on the cited lines only with their turn before)
+    to = addressee if addressee and (via is not None or not _is_person(addressee)) else ""
+    span_start = via if to and _is_person(to) and via is not None else start
+    who = f"the {to}" if to and not _is_person(to) else to
+    return (f'{name} told {who}: "{sentence}"' if who else f'{name} said: "{sentence}"'), span_start, to
+
+
+def _about_the_user(sentence: str) -> bool:
+    """Another speaker's sentence to the user that says something of theirs: "you" or "your"
+    with a number, a name, or one of their things ("your cats")."""
+    if not SECOND_PERSON_FACT_RE.search(sentence):
+        return False
+    return bool(re.search(r"\d|[A-Z][a-z]+ [A-Z]", sentence) or YOUR_THING_RE.search(sentence))
 
 
 # "you" that means the person spoken to (not "thank you", "you know", "see you")
@@ -310,11 +319,6 @@ def attributes_of(statement: Statement) -> list[Attribute]:
     if not statement.by_user:
         return []
     return attributes_of_text(statement.quote)
-
-
-def attribute_of(statement: Statement) -> Attribute | None:
-    found = attributes_of(statement)
-    return found[0] if found else None
 
 
 def topic_of(statement: Statement) -> tuple[str, str]:

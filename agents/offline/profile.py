@@ -31,7 +31,7 @@ _NAME = r"[A-Z][\w'’\-]+(?: [A-Z][\w'’\-]+)?"
 _NAMES = rf"{_NAME}(?:(?:,| and|, and|,? &) {_NAME})*"
 _PLACE = r"[A-Z][\w\-.'’]*(?:(?:,? )[A-Z][\w\-'’]*)*"
 _ORG = r"[A-Z][\w&'’.\-]*(?: (?:[A-Z&][\w&'’.\-]*|of|de|and))*(?<![ .])"
-_STOP = r"(?:at|for|with|in|on|and|but|since|because|so|now|who|which|that|to|from|when|while|as|or|every|each|last|this|next)\b"
+_STOP = r"(?:at|for|with|in|on|and|but|since|because|so|now|who|which|that|to|from|when|while|as|or|every|each|last|this|next|yesterday|today|tomorrow|recently|again|too|already|anymore)\b"
 _WORDS = rf"(?:(?!{_STOP})[a-z][\w\-]*)(?: (?!{_STOP})[a-z][\w\-]*){{0,3}}"
 _JOBS = (
     "nurse|teacher|engineer|developer|programmer|doctor|physician|surgeon|dentist|lawyer|attorney|accountant|architect|"
@@ -49,12 +49,14 @@ _FAMILY = (
     r"best friend|friend|daughter|son|kids|children|child|baby|twins|grandson|granddaughter|grandkids|grandchildren"
 )
 _PETS = r"cats?|dogs?|pupp(?:y|ies)|pups?|kittens?|kitty|bunn(?:y|ies)|rabbits?|hamsters?|parrots?|birds?|fish|turtles?|horses?|guinea pigs?|snakes?|lizards?"
-_COUNT = r"(?:an?|one|two|three|four|five|six|\d+)"
+_COUNT = r"(?:an?|another|one|two|three|four|five|six|\d+)"
 _INSTRUMENTS = (
     r"violin|guitar|piano|drums|cello|flute|saxophone|sax|trumpet|ukulele|bass|harp|clarinet|keyboard|"
     r"tennis|soccer|football|basketball|golf|chess|volleyball|baseball|hockey|badminton|rugby|cricket|pickleball|video games|board games"
 )
-_ACTIVITIES = r"hiking|swimming|running|jogging|camping|fishing|surfing|skiing|snowboarding|climbing|biking|cycling|kayaking|dancing|bowling|sailing"
+_ACTIVITIES = (
+    r"hiking|swimming|running|jogging|camping|fishing|surfing|skiing|snowboarding|climbing|biking|cycling|kayaking|dancing|bowling|sailing"
+)
 _CONDITIONS = (
     r"asthma|diabetes|type 1 diabetes|type 2 diabetes|arthritis|migraines?|eczema|celiac disease|high blood pressure|"
     r"hypertension|anxiety|depression|adhd|insomnia|epilepsy|a bad back|back pain|a heart condition|cancer|long covid"
@@ -82,13 +84,25 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     ("address", re.compile(r"\bI live at\s+(?P<v>.+?)(?:[.]|$)"), True),
     (
         "origin",
-        re.compile(rf"(?i:\bI(?:'m| am| was) originally from|\bI(?:'m| am) from|\bI grew up in|\bmy home (?:country|town|city),?)\s+(?P<v>{_PLACE})"),
+        re.compile(
+            rf"(?i:\bI(?:'m| am| was) originally from|\bI(?:'m| am) from|\bI grew up in|\bmy home (?:country|town|city),?)\s+(?P<v>{_PLACE})"
+        ),
         True,
     ),
     ("born", re.compile(rf"(?i:\bI was born (?:in|on))\s+(?P<v>{_PLACE}|(?:19|20)\d\d)"), True),
-    ("birthday", re.compile(r"(?i:\bmy birthday is(?: on)?)\s+(?P<v>[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?|\d{1,2}(?:st|nd|rd|th)? (?:of )?[A-Z][a-z]+)"), True),
+    (
+        "birthday",
+        re.compile(
+            r"(?i:\bmy birthday is(?: on)?)\s+(?P<v>[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?|\d{1,2}(?:st|nd|rd|th)? (?:of )?[A-Z][a-z]+)"
+        ),
+        True,
+    ),
     ("seat", re.compile(r"\bI (?:now )?prefer (?P<v>aisle|window|middle) seats?", re.I), True),
-    ("diet", re.compile(r"\bI(?:'m| am) (?:a )?(?P<v>vegetarian|vegan|pescatarian|gluten-free|lactose intolerant|kosher|halal)\b", re.I), True),
+    (
+        "diet",
+        re.compile(r"\bI(?:'m| am) (?:a )?(?P<v>vegetarian|vegan|pescatarian|gluten-free|lactose intolerant|kosher|halal)\b", re.I),
+        True,
+    ),
     (
         "occupation",
         re.compile(
@@ -99,7 +113,9 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     ),
     (
         "occupation",
-        re.compile(rf"(?i:\bI(?:'m| am)(?: now| currently)? (?:an?|the))\s+(?P<v>(?:[a-z\-]+ ){{0,2}}(?:{_JOBS}))\b(?: (?:at|for|with) (?P<org>{_ORG}))?"),
+        re.compile(
+            rf"(?i:\bI(?:'m| am)(?: now| currently)? (?:an?|the))\s+(?P<v>(?:[a-z\-]+ ){{0,2}}(?:{_JOBS}))\b(?: (?:at|for|with) (?P<org>{_ORG}))?"
+        ),
         True,
     ),
     ("occupation", re.compile(rf"(?i:\bI(?:'m| am)? (?:now |currently |still )?)(?P<v>(?:teach|teaching) {_WORDS})"), True),
@@ -140,21 +156,88 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     ),
     ("child", re.compile(rf"(?i:\bmy (?:daughter|son|kid|child|baby)(?:'s name)?(?: is|,)?)\s+(?P<v>{_NAME})(?!')"), False),
     ("family", re.compile(rf"(?i:\bmy (?P<rel>{_FAMILY})(?:'s name is|,| named| called)?)\s+(?P<v>{_NAMES})(?!')"), False),
-    ("family", re.compile(rf"(?i:\bmy (?:{_COUNT} )?)(?P<v>{_PARTNER}|{_FAMILY})\b(?!['’-])"), False),
+    ("family", re.compile(rf"(?i:\bmy (?:{_COUNT} )?)(?P<v>{_PARTNER}|{_FAMILY})\b(?!-)"), False),
     ("pet", re.compile(rf"(?i:\bmy (?:{_COUNT} )?(?P<rel>{_PETS})(?:'s name is|,| named| called)?)\s+(?P<v>{_NAMES})(?!')"), False),
-    ("pet", re.compile(rf"(?i:\b(?:I|we) (?:have|got|adopted|own) )(?P<v>{_COUNT} (?:[a-z]+ )?(?:{_PETS}))\b(?:,? (?:named|called) (?P<names>{_NAMES}))?"), False),
-    ("pet", re.compile(rf"(?i:\bmy )(?P<v>{_PETS})\b(?!['’-])"), False),
-    ("allergy", re.compile(r"(?i:\bI(?:'m| am) (?:severely |very |really )?allergic to)\s+(?P<v>[\w\-, ]+?)(?=[.;!]|,? but |,? so |$)"), False),
+    (
+        "pet",
+        re.compile(
+            rf"(?i:\b(?:I|we) (?:have|got|adopted|own) )(?P<v>{_COUNT} (?:[a-z]+ )?(?:{_PETS}))\b(?:,? (?:named|called) (?P<names>{_NAMES}))?"
+        ),
+        False,
+    ),
+    ("pet", re.compile(rf"(?i:\bmy )(?P<v>{_PETS})\b(?!-)"), False),
+    (
+        "allergy",
+        re.compile(r"(?i:\bI(?:'m| am) (?:severely |very |really )?allergic to)\s+(?P<v>[\w\-, ]+?)(?=[.;!]|,? but |,? so |$)"),
+        False,
+    ),
     ("allergy", re.compile(r"(?i:\bI have an?)\s+(?P<v>[\w\-]+(?: [\w\-]+)?) allergy\b"), False),
-    ("condition", re.compile(rf"(?i:\bI (?:have|suffer from|was diagnosed with|live with|got diagnosed with))\s+(?P<v>{_CONDITIONS})\b"), False),
+    (
+        "condition",
+        re.compile(rf"(?i:\bI (?:have|suffer from|was diagnosed with|live with|got diagnosed with))\s+(?P<v>{_CONDITIONS})\b"),
+        False,
+    ),
     ("condition", re.compile(r"(?i:\bI(?:'m| am) )(?P<v>pregnant|diabetic|asthmatic|deaf|blind|colou?r-?blind)\b"), True),
     ("medication", re.compile(r"(?i:\bI take)\s+(?P<v>[A-Za-z][\w\-]+(?: \d+ ?mg)?)\s+(?:for|every|daily|each|twice|once)\b"), False),
-    ("favorite", re.compile(r"(?i:\bmy (?:all-time )?favou?rite (?P<what>[a-z]+(?: [a-z]+)?) (?:is|are))\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| because| and|$)"), False),
-    ("preference", re.compile(r"(?i:\bI (?:really |much |generally )?prefer)\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| over | to | because|$)"), False),
-    ("dislike", re.compile(r"(?i:\bI (?:really )?(?:hate|can't stand|cannot stand|dislike|don't like|do not like|don't eat|do not eat))\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| because| and| but|$)"), False),
-    ("hobby", re.compile(rf"(?i:\bI (?:play|played|am playing|'m playing|practice|practise)|\bI(?:'m| am) learning(?: to play)?|\bplaying my)\s+(?P<v>(?:the )?(?:{_INSTRUMENTS}))\b"), False),
-    ("hobby", re.compile(rf"(?i:\bI (?:really |also |just |absolutely |totally )?(?:love|enjoy|like|adore)|\bI (?:often |usually |regularly )?go)\s+(?P<v>(?:{_ACTIVITIES}|[a-z]+ing(?: (?!{_STOP})[a-z]+){{0,2}}))\b"), False),
-    ("hobby", re.compile(r"(?i:\bmy (?:favou?rite )?(?:hobby is|hobbies are|passion is)|\bI(?:'m| am) (?:really )?into|\bI(?:'ve| have)? (?:recently )?took up|\bI(?:'ve| have) taken up)\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| and | but |$)"), False),
+    (
+        "favorite",
+        re.compile(
+            r"(?i:\bmy (?:all-time )?favou?rite (?P<what>[a-z]+(?: [a-z]+)?) (?:is|are))\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| because| and|$)"
+        ),
+        False,
+    ),
+    (
+        "preference",
+        re.compile(r"(?i:\bI (?:really |much |generally )?prefer)\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| over | to | because|$)"),
+        False,
+    ),
+    (
+        "dislike",
+        re.compile(
+            r"(?i:\bI (?:really )?(?:hate|can't stand|cannot stand|dislike|don't like|do not like|don't eat|do not eat))\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| because| and| but|$)"
+        ),
+        False,
+    ),
+    (
+        "hobby",
+        re.compile(
+            rf"(?i:\bI (?:play|played|am playing|'m playing|practice|practise)|\bI(?:'m| am) learning(?: to play)?|\bplaying my)\s+(?P<v>(?:the )?(?:{_INSTRUMENTS}))\b"
+        ),
+        False,
+    ),
+    (
+        "hobby",
+        re.compile(
+            rf"(?i:\bI (?:really |also |just |absolutely |totally )?(?:love|loved|enjoy|enjoyed|like|adore)|\bI (?:often |usually |regularly )?go)\s+(?P<v>(?:{_ACTIVITIES}|[a-z]+ing(?: (?!{_STOP})[a-z]+){{0,2}}))\b"
+        ),
+        False,
+    ),
+    (
+        "hobby",
+        re.compile(
+            r"(?i:\bmy (?:favou?rite )?(?:hobby is|hobbies are|passion is)|\bI(?:'m| am) (?:really )?into|\bI(?:'ve| have)? (?:recently )?took up|\bI(?:'ve| have) taken up)\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| and | but |$)"
+        ),
+        False,
+    ),
+    (
+        "interest",
+        re.compile(
+            r"(?i:\bI(?:'m| am) (?:really |so |super |very |also )?(?:keen on|interested in|passionate about))\s+(?P<v>[^,.;!?]{2,40}?)(?=[,.;!?]| and | but | because| so |$)"
+        ),
+        False,
+    ),
+    (
+        "former-job",
+        re.compile(rf"(?i:(?:\bI (?:also |just )?|^)(?:lost|quit|left) my job) (?:as (?:an? )?(?P<v>{_WORDS})|at (?P<v2>{_ORG}))"),
+        False,
+    ),
+    (
+        "visited",
+        re.compile(
+            rf"(?i:\b(?:I|we)(?:'ve| have) (?:been|traveled|travelled) to|\b(?:I|we) (?:visited|went to|traveled to|travelled to))\s+(?P<v>{_PLACE})"
+        ),
+        False,
+    ),
     (
         "plan",
         re.compile(
@@ -196,18 +279,28 @@ ATTRIBUTE_LABELS = {
     "dislike": "dislikes",
     "hobby": "hobby",
     "plan": "plan",
+    "interest": "interested in",
+    "former-job": "former job",
+    "visited": "has been to",
 }
 SECTIONS = {
     "Identity": {"name", "home", "address", "origin", "born", "birthday", "phone", "email"},
-    "Work and studies": {"occupation", "employer", "business", "study", "work", "manager"},
+    "Work and studies": {"occupation", "employer", "business", "study", "work", "manager", "former-job"},
     "People": {"partner", "child", "family", "died"},
     "Pets": {"pet"},
     "Health": {"allergy", "condition", "medication"},
     "Preferences": {"seat", "diet", "favorite", "preference", "dislike"},
-    "Hobbies": {"hobby"},
+    "Hobbies": {"hobby", "interest"},
+    "Travel": {"visited"},
     "Plans": {"plan"},
 }
-SELF_KEYS = SECTIONS["Identity"] | SECTIONS["Work and studies"] - {"manager"} | SECTIONS["Health"] | SECTIONS["Preferences"] | {"hobby", "plan"}
+SELF_KEYS = (
+    SECTIONS["Identity"]
+    | SECTIONS["Work and studies"] - {"manager"}
+    | SECTIONS["Health"]
+    | SECTIONS["Preferences"]
+    | {"hobby", "plan", "interest", "visited", "former-job"}
+)
 
 
 def profile_section(key: str) -> str:
@@ -223,53 +316,45 @@ def _clean(value: str) -> str:
     return value.strip().rstrip(".,;:!").strip()
 
 
+def _read(key: str, single: bool, groups: dict[str, str | None]) -> list[Attribute]:
+    """The attributes of one rule's match (a list of names gives one each)."""
+    value = groups.get("v") or groups.get("v2") or ""
+    if key == "died":
+        rel = groups.get("rel") or groups.get("rel2") or groups.get("rel3") or ""
+        detail = "late" if groups.get("rel") else groups.get("detail") or groups.get("detail2") or ""
+        return [Attribute(f"died:{rel.lower()}", rel, False, detail)]
+    if key == "allergy":
+        return [Attribute(f"allergy:{slugify(one)[:40]}", one, False) for one in _split_names(value)]
+    if key in ("family", "pet", "child") and groups.get("rel") and re.match(_NAME, value):
+        rel = str(groups["rel"]).lower()
+        return [Attribute(f"{key}:{name.lower()}", name, False, rel) for name in _split_names(value)]
+    if key == "pet" and groups.get("names"):
+        return [Attribute(f"pet:{name.lower()}", name, False, value) for name in _split_names(str(groups["names"]))]
+    if key == "favorite":
+        what = str(groups["what"])
+        return [Attribute(f"favorite:{what.lower()}", value, True, what)]
+    out = [Attribute(key if single else f"{key}:{slugify(value)[:40]}", value, single, previous=groups.get("prev") or "")]
+    if groups.get("org"):
+        out.append(Attribute("employer", str(groups["org"]), True))
+    return out
+
+
 def attributes_of_text(text: str) -> list[Attribute]:
     """Every attribute a user's sentence states about them, in the order of the rules."""
     out: list[Attribute] = []
     seen: set[tuple[str, str]] = set()
     taken: list[tuple[int, int]] = []  # spans already read as a value (a named pet is not also "my cats")
-
-    def add(key: str, value: str, single: bool, detail: str = "", previous: str = "", span: tuple[int, int] = (0, 0)) -> None:
-        value = _clean(value)
-        if not value or value.lower() in ("i", "a", "an", "the", "my") or (key, value.lower()) in seen:
-            return
-        seen.add((key, value.lower()))
-        if span != (0, 0):
-            taken.append(span)
-        out.append(Attribute(key, value, single, detail, _clean(previous)))
-
     for key, pattern, single in ATTRIBUTE_RULES:
         for m in pattern.finditer(text):
-            if any(m.start() < end and start < m.end() for start, end in taken) and key in ("family", "pet", "died"):
+            if key in ("family", "pet", "died") and any(m.start() < end and start < m.end() for start, end in taken):
                 continue
-            groups = m.groupdict()
-            span = (m.start(), m.end())
-            if key == "died":
-                rel = groups.get("rel") or groups.get("rel2") or groups.get("rel3") or ""
-                detail = "late" if groups.get("rel") else groups.get("detail") or groups.get("detail2") or ""
-                add(f"died:{rel.lower()}", rel, False, detail, span=span)
-                continue
-            value = groups.get("v") or ""
-            if key == "allergy":
-                for one in _split_names(value):
-                    add(f"allergy:{slugify(one)[:40]}", one, False, span=span)
-                continue
-            if key in ("family", "pet", "child") and groups.get("rel") and re.match(_NAME, value):
-                rel = groups["rel"].lower()
-                for name in _split_names(value):
-                    add(f"{key}:{name.lower()}", name, False, rel, span=span)
-                continue
-            if key == "pet" and groups.get("names"):
-                for name in _split_names(groups["names"]):
-                    add(f"pet:{name.lower()}", name, False, value, span=span)
-                continue
-            if key == "favorite":
-                add(f"favorite:{groups['what'].lower()}", value, True, groups["what"], span=span)
-                continue
-            full = key if single else f"{key}:{slugify(value)[:40]}"
-            add(full, value, single, previous=groups.get("prev") or "", span=span)
-            if groups.get("org"):
-                add("employer", groups["org"], True, span=span)
+            for attr in _read(key, single, m.groupdict()):
+                value = _clean(attr.value)
+                if not value or value.lower() in ("i", "a", "an", "the", "my") or (attr.key, value.lower()) in seen:
+                    continue
+                seen.add((attr.key, value.lower()))
+                taken.append((m.start(), m.end()))
+                out.append(Attribute(attr.key, value, attr.single, attr.detail, _clean(attr.previous)))
     return out
 
 
@@ -293,7 +378,7 @@ TOPICS: list[tuple[str, str, re.Pattern[str]]] = [
         "Travel",
         re.compile(
             rf"\b(?:flights?|trips?|airport|hotels?|passport|visa|vacation|holiday|airline|frequent flyer|itinerary|boarding|luggage|layover|road trip)\b"
-            rf"|\b{_SELF} (?:(?:will |am |are |'m |'re )?(?:fly|flew|flying|travel\w*|went abroad|visit(?:ed|ing)?))\b|\bseats?\b(?= on| in| for|\.|$)",
+            rf"|\b{_SELF} (?:(?:will |am |are |'m |'re )?(?:fly|flew|flying|travel\w*|went abroad))\b|\bseats?\b(?= on| in| for|\.|$)",
             re.I,
         ),
     ),
@@ -369,6 +454,9 @@ _ATTRIBUTE_TOPICS = {
     "condition": "health",
     "medication": "health",
     "hobby": "hobbies",
+    "interest": "hobbies",
+    "former-job": "work",
+    "visited": "travel",
     "diet": "food",
     "seat": "travel",
 }
@@ -470,10 +558,25 @@ ENTITY_KINDS = {
 _BRAND_CARD = r"(?:Chase (?:Sapphire (?:Reserve|Preferred)|Freedom(?: Unlimited| Flex)?)|Sapphire (?:Reserve|Preferred)|AmEx(?: \w+)?|American Express(?: \w+)?|Capital One \w+|Citi \w+|Discover(?: it)?|Apple Card|Visa(?: \w+)?|Mastercard)"
 ENTITY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("cards", re.compile(rf"\b({_BRAND_CARD})\b(?: (?:card|credit card))?")),
-    ("cards", re.compile(r"(?i:\b(?:my|the|a|your) (?:new )?)((?:[A-Z][\w&]*\s){0,3}(?i:credit|debit|library|gym|membership|gift|loyalty|id|insurance) card)\b")),
-    ("accounts", re.compile(r"\b((?:[A-Z][\w&]* ){0,2}(?i:checking|savings|brokerage|retirement|joint|business|student|roth ira|ira|401\(k\)|hsa|paypal|venmo) account)\b")),
+    (
+        "cards",
+        re.compile(
+            r"(?i:\b(?:my|the|a|your) (?:new )?)((?:[A-Z][\w&]*\s){0,3}(?i:credit|debit|library|gym|membership|gift|loyalty|id|insurance) card)\b"
+        ),
+    ),
+    (
+        "accounts",
+        re.compile(
+            r"\b((?:[A-Z][\w&]* ){0,2}(?i:checking|savings|brokerage|retirement|joint|business|student|roth ira|ira|401\(k\)|hsa|paypal|venmo) account)\b"
+        ),
+    ),
     ("accounts", re.compile(r"\b((?:Premium|Basic|Elite|Student|Everyday) (?:Checking|Savings))\b")),
-    ("policies", re.compile(r"\b((?:[A-Z][\w&]* ){0,2}(?i:car|auto|home|renters|health|life|travel|dental|pet|homeowners?) insurance(?: policy)?)\b")),
+    (
+        "policies",
+        re.compile(
+            r"\b((?:[A-Z][\w&]* ){0,2}(?i:car|auto|home|renters|health|life|travel|dental|pet|homeowners?) insurance(?: policy)?)\b"
+        ),
+    ),
     ("policies", re.compile(r"\b((?:[A-Z][\w&]* ){1,2}(?i:policy))\b")),
     ("warranties", re.compile(r"\b((?:[A-Z][\w&]* ){0,3}(?i:extended )?(?i:warranty))\b")),
     (

@@ -23,9 +23,9 @@ from agents.offline.extractive import (
     label_for,
     topic_of,
 )
+from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
 from agents.offline.profile import ATTRIBUTE_LABELS, ENTITY_KINDS, SECTIONS, SELF_KEYS, entities_of_text, entity_details, profile_section
 from agents.offline.profile import vehicle_of as vehicle_of
-from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
 from kb.injection import unsafe_statement
@@ -291,14 +291,24 @@ class _MemoryDraft:
         said = f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}"
         if attr.previous and not current:  # "I moved from Denver to Portland": Denver was home until then
             profile.facts.append(
-                {"key": attr.key, "value": attr.previous, "about": self.name, "relation": "self", "learned": said, "valid_to": st.date, "source": _source(st)}
+                {
+                    "key": attr.key,
+                    "value": attr.previous,
+                    "about": self.name,
+                    "relation": "self",
+                    "learned": said,
+                    "valid_to": st.date,
+                    "source": _source(st),
+                }
             )
             self.closed += 1
         card = {
             "key": attr.key,
             "value": attr.value,
             "about": self.name if base in SELF_KEYS else attr.value,
-            "relation": "self" if base in SELF_KEYS else (attr.detail if base in ("family", "child", "pet") and attr.detail else attr.value if base == "died" else base),
+            "relation": "self"
+            if base in SELF_KEYS
+            else (attr.detail if base in ("family", "child", "pet") and attr.detail else attr.value if base == "died" else base),
             "detail": attr.detail if base in ("died", "favorite") and attr.detail else None,
             "learned": said,
             "valid_from": st.date,
@@ -365,7 +375,9 @@ class _MemoryDraft:
             if memory.type == "profile":
                 order = ["Instructions", *SECTIONS]
                 memory.sections = dict(
-                    sorted(memory.sections.items(), key=lambda kv: (kv[0] == "History", order.index(kv[0]) if kv[0] in order else len(order)))
+                    sorted(
+                        memory.sections.items(), key=lambda kv: (kv[0] == "History", order.index(kv[0]) if kv[0] in order else len(order))
+                    )
                 )
             summary = _page_summary(memory, self.name)
             writes[path] = render_memory_page(memory, summary)
@@ -386,7 +398,8 @@ ENTITY_SINGULAR = {
 }
 # A dated statement that reads as an event or a plan goes on the timeline too.
 TIMELINE_RE = re.compile(
-    r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next|passed away|died|married)\b", re.I
+    r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next|passed away|died|married)\b",
+    re.I,
 )
 
 
@@ -405,9 +418,15 @@ def _close_entry(profile: MemoryPage, label: str, until: str) -> None:
 def _page_summary(memory: MemoryPage, name: str) -> str:
     if memory.type == "profile":
         order = list(SECTIONS)
-        current = [f for f in memory.facts if not f.get("valid_to") and f.get("key") != "instruction" and not unsafe_statement(str(f["value"]))]
+        current = [
+            f for f in memory.facts if not f.get("valid_to") and f.get("key") != "instruction" and not unsafe_statement(str(f["value"]))
+        ]
         current.sort(key=lambda f: order.index(profile_section(str(f["key"]))) if profile_section(str(f["key"])) in order else len(order))
-        parts = [f"{ATTRIBUTE_LABELS.get(str(f['key']).split(':')[0], f['key'])}: {f['value']}" for f in current if not str(f["key"]).startswith("plan")]
+        parts = [
+            f"{ATTRIBUTE_LABELS.get(str(f['key']).split(':')[0], f['key'])}: {f['value']}"
+            for f in current
+            if not str(f["key"]).startswith("plan")
+        ]
         return _summary(f"{name}: " + "; ".join(parts) + ".") if parts else _summary(f"No stable facts about {name} are recorded yet.")
     count = sum(len(v) for k, v in memory.sections.items() if k != "History")
     kind = next((k for k, one in ENTITY_SINGULAR.items() if any(str(f.get("key", "")).startswith(f"{one}:") for f in memory.facts)), None)

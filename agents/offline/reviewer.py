@@ -32,7 +32,12 @@ def conflicting_facts(page: Page) -> list[Comment]:
     current: dict[str, list[dict[str, object]]] = {}
     for fact in page.meta.get("facts") or []:
         # instructions stand together (a model decides which later one cancels an earlier one)
-        if isinstance(fact, dict) and fact.get("key") not in (None, "", "instruction") and not fact.get("valid_to") and ":" not in str(fact["key"]):
+        if (
+            isinstance(fact, dict)
+            and fact.get("key") not in (None, "", "instruction")
+            and not fact.get("valid_to")
+            and ":" not in str(fact["key"])
+        ):
             current.setdefault(str(fact["key"]), []).append(fact)
     out = []
     line = page.meta_lines.get("facts", 1)

@@ -115,7 +115,9 @@ def test_you_spoken_to_the_user_is_about_the_user() -> None:
     sts = conversation_statements(conversation, {"Deborah"}, "Deborah")
     assert [s.claim for s in sts if s.speaker == "Jolene"] == ['Jolene told Deborah: "Your cats must love the new house!"']
     # with a third person in the room, "you" said to someone else is not about the user
-    three = item([("Deborah", "I got the keys."), ("Jolene", "Hi Sam!"), ("Sam", "Hello there."), ("Jolene", "Your cats must love the new house!")])
+    three = item(
+        [("Deborah", "I got the keys."), ("Jolene", "Hi Sam!"), ("Sam", "Hello there."), ("Jolene", "Your cats must love the new house!")]
+    )
     assert [s for s in conversation_statements(three, {"Deborah"}, "Deborah") if s.speaker == "Jolene"] == []
 
 
@@ -142,7 +144,10 @@ def test_relative_dates_are_anchored_to_the_session_date_in_a_note() -> None:
     assert date_note("I ran a race last Saturday.", "2023-05-08") == '"last Saturday" = 2023-05-06, counted from 2023-05-08'
     assert date_note("We go next month.", "2023-12-20") == '"next month" = January 2024, counted from 2023-12-20'
     # vague amounts are never turned into a year
-    assert date_note("I learned it a few years ago.", "2023-05-08") == '"a few years ago" = some years before 2023-05-08, counted from 2023-05-08'
+    assert (
+        date_note("I learned it a few years ago.", "2023-05-08")
+        == '"a few years ago" = some years before 2023-05-08, counted from 2023-05-08'
+    )
     assert date_note("I moved here.", "2023-05-08") == ""
     writes = plan([item([("Deborah", "My dad passed away three years ago.")])])
     line = next(line for line in profile(writes).body.splitlines() if "passed away" in line and line.startswith("- "))
@@ -190,9 +195,15 @@ def test_entity_cards_are_found_again_in_a_later_session() -> None:
 
 
 def test_a_sentence_to_a_friend_is_no_standing_instruction() -> None:
-    """"Don't worry" said to a friend is not an instruction to an assistant (LoCoMo conv-30 was
+    """ "Don't worry" said to a friend is not an instruction to an assistant (LoCoMo conv-30 was
     never merged: three such "instructions" read as conflicting current values)."""
-    friends = item([("Gina", "I lost my job this month."), ("Jon", "Don't worry, I won't let anything get me down."), ("Jon", "Make sure yours stands out.")])
+    friends = item(
+        [
+            ("Gina", "I lost my job this month."),
+            ("Jon", "Don't worry, I won't let anything get me down."),
+            ("Jon", "Make sure yours stands out."),
+        ]
+    )
     sts = conversation_statements(friends, {"Jon"}, "Jon")
     assert not any(s.instruction for s in sts)
     assert "instruction" not in [f["key"] for f in profile(plan([friends], "jon", "Jon"), "jon").meta.get("facts") or []]
@@ -207,3 +218,13 @@ def test_several_standing_instructions_are_no_conflict_for_the_reviewer() -> Non
     page = profile(writes, "jo")
     assert len([f for f in page.meta["facts"] if f["key"] == "instruction"]) == 2
     assert conflicting_facts(page) == []
+
+
+def test_interests_former_jobs_places_and_more_pets() -> None:
+    assert values("I'm passionate about fashion and dance.") == [("interest:fashion", "fashion")]
+    assert values("Lost my job as a banker yesterday, so I'm gonna start a business.")[0] == ("former-job:banker", "banker")
+    assert values("I also lost my job at Door Dash this month.") == [("former-job:door-dash", "Door Dash")]
+    assert values("I've been to Paris twice.") == [("visited:paris", "Paris")]
+    assert values("We got another cat named Bailey too.") == [("pet:bailey", "Bailey")]
+    assert values("We celebrated my daughter's birthday.") == [("family:daughter", "daughter")]
+    assert values("I went to a support group yesterday.") == []  # an event, not a place
