@@ -241,8 +241,18 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "plan",
         re.compile(
-            r"(?i:\b(?:I|we)(?:'m| am|'re| are) (?:planning|hoping|going|about|aiming) to|\b(?:I|we) (?:plan|intend|hope) to|\b(?:I|we)(?:'m|'re) gonna|"
-            r"\b(?:I|we)(?:'m| am|'re| are) (?:getting|moving|starting|visiting|flying|traveling|travelling|going))\s*(?P<v>[^,;!?]{3,70}?)(?=[,;!?]|\.(?:\s|$)| because| so |$)"
+            r"(?i:\b(?:I|we)(?:'m| am|'re| are) (?:planning|hoping|about|aiming) to|\b(?:I|we) (?:plan|intend|hope) to|"
+            r"\b(?:I|we)(?:'m| am|'re| are) (?:getting married|getting ready for|moving|starting|visiting|flying|traveling|travelling))\s*(?P<v>[^,;!?]{3,70}?)"
+            r"(?=[,;!?]|\.(?:\s|$)| because| 'cause| cause| so | and I\b| but |$)"
+        ),
+        False,
+    ),
+    (
+        # "I'm going to" / "gonna" is a plan only with a when or a where ("gonna make it" is not)
+        "plan",
+        re.compile(
+            r"(?i:\b(?:I|we)(?:'m| am|'re| are) (?:going to|gonna|going))\s*(?P<v>[^,;!?]{0,50}?\b(?:(?:next|this) (?:week|weekend|month|year|summer|winter|spring|fall)|"
+            r"tomorrow|tonight|soon|in (?-i:[A-Z])\w+|to (?-i:[A-Z])\w+|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)))\b"
         ),
         False,
     ),
@@ -316,6 +326,9 @@ def _clean(value: str) -> str:
     return value.strip().rstrip(".,;:!").strip()
 
 
+_NOT_VALUES = {"i", "a", "an", "the", "my", "it", "this", "that", "them", "these", "those", "everything", "something", "anything", "things"}
+
+
 def _read(key: str, single: bool, groups: dict[str, str | None]) -> list[Attribute]:
     """The attributes of one rule's match (a list of names gives one each)."""
     value = groups.get("v") or groups.get("v2") or ""
@@ -350,7 +363,7 @@ def attributes_of_text(text: str) -> list[Attribute]:
                 continue
             for attr in _read(key, single, m.groupdict()):
                 value = _clean(attr.value)
-                if not value or value.lower() in ("i", "a", "an", "the", "my") or (attr.key, value.lower()) in seen:
+                if not value or value.lower() in _NOT_VALUES or (attr.key, value.lower()) in seen:
                     continue
                 seen.add((attr.key, value.lower()))
                 taken.append((m.start(), m.end()))

@@ -228,3 +228,13 @@ def test_interests_former_jobs_places_and_more_pets() -> None:
     assert values("We got another cat named Bailey too.") == [("pet:bailey", "Bailey")]
     assert values("We celebrated my daughter's birthday.") == [("family:daughter", "daughter")]
     assert values("I went to a support group yesterday.") == []  # an event, not a place
+
+
+def test_gonna_is_a_plan_only_with_a_when_or_a_where() -> None:
+    assert values("I'm gonna make it happen!") == []
+    assert values("I'm going through a lot.") == []
+    assert values("I'm passionate about it.") == []
+    assert values("I'm going to a transgender conference this month.") == [
+        ("plan:a-transgender-conference-this-month", "a transgender conference this month")
+    ]
+    assert values("We're going to Rome in May.") == [("plan:rome-in-may", "Rome in May")]
