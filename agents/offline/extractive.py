@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agents.offline.profile import Attribute, attributes_of_text, date_note, topic_of_text
 from agents.protocols import EvidenceItem
 from kb.injection import unsafe_statement
 from kb.markdown import format_citation
@@ -34,7 +35,8 @@ def keep_all(_sentence: str) -> bool:
 
 
 LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: \((?P<turn>[^)]+)\))?: (?P<text>.*)$")
-SENTENCE_RE = re.compile(r".+?(?:[.!?]+(?=\s|$)|[。！？]+|$)", re.S)
+# a sentence ends at . ! ? (not after a title such as "St." or "Dr.": "St. Mary's" is one name)
+SENTENCE_RE = re.compile(r".+?(?:(?<!\bSt)(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bJr)(?<!\bMt)[.!?]+(?=\s|$)|[。！？]+|$)", re.S)
 SKIP_RE = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|sure|yes|no|great|perfect|bye|goodbye|wow|cool)\b[\s!,.]*$", re.I)
 FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|we|we're|our|us)\b", re.I)
 # first person left in a claim after the subject was moved to the third person (case-sensitive:
@@ -60,85 +62,11 @@ class Statement:
     date: str
     by_user: bool
     ordinal: int = 0  # sentence number within the line span, for unique labels
+    line: int = 0  # the sentence's own line when the span starts earlier (its label stays its own)
+    addressee: str = ""  # whom a "you" in it means
+    note: str = ""  # relative dates anchored to the day it was said
+    instruction: bool = False  # a user's standing instruction to their assistant
 
-
-@dataclass(frozen=True)
-class Attribute:
-    key: str
-    value: str
-    single: bool = True  # a new value closes the old one
-
-
-ATTRIBUTE_PATTERNS: list[tuple[str, re.Pattern[str], bool]] = [
-    (
-        "home",
-        re.compile(
-            r"\b(?:I live in|I'm living in|I am living in|I moved to|I've moved to|I have moved to|I relocated to|I'm based in|I am based in)\s+([A-Z][\w\-]+(?:[ ,]+[A-Z][\w\-]+)*)"
-        ),
-        True,
-    ),
-    ("address", re.compile(r"\bI live at\s+(.+?)(?:[.]|$)"), True),
-    ("seat", re.compile(r"\bI (?:now )?prefer (aisle|window|middle) seats?", re.I), True),
-    ("diet", re.compile(r"\bI(?:'m| am) (?:a )?(vegetarian|vegan|pescatarian)\b", re.I), True),
-    ("work", re.compile(r"\bI(?:'m| am)? (?:employed full-time |now )?(?:work|working) (?:as|at|for)\s+(.+?)(?:[.,]|$)", re.I), True),
-    ("name", re.compile(r"(?i:\bmy (?:full )?name is)\s+([A-Z][\w'\-]+(?: [A-Z][\w'\-]+)*)"), True),
-    ("phone", re.compile(r"\b(?:my (?:cell|phone|mobile)(?: number)? is)\s+([+\d][\d\- ()]{6,}\d)", re.I), True),
-    ("email", re.compile(r"\b([\w.+-]+@[\w-]+\.[\w.]+)"), True),
-    ("manager", re.compile(r"(?i:\bmy (?:manager|boss) is)\s+([A-Z][\w'\-]+(?: [A-Z][\w'\-]+)*)"), True),
-    ("partner", re.compile(r"(?i:\bmy (?:wife|husband|partner|spouse)(?:'s name)?(?: is|,))\s+([A-Z][\w'\-]+)"), True),
-    ("child", re.compile(r"(?i:\bmy (?:daughter|son|kid|child)(?:'s name)?(?: is|,)?)\s+([A-Z][\w'\-]+)"), False),
-]
-
-TOPICS: list[tuple[str, str, re.Pattern[str]]] = [
-    (
-        "vehicles",
-        "Vehicles",
-        re.compile(
-            r"\b(car|cars|vehicle|vehicles|honda|tesla|toyota|ford|bmw|vin|mileage|drive|drives|driving|lease|leased|dealership)\b", re.I
-        ),
-    ),
-    (
-        "travel",
-        "Travel",
-        re.compile(
-            r"\b(flight|flights|fly|flying|seat|seats|trip|trips|travel|travelling|traveling|airport|hotel|passport|visa|vacation|booking|airline|frequent flyer|itinerary)\b",
-            re.I,
-        ),
-    ),
-    (
-        "health",
-        "Health",
-        re.compile(
-            r"\b(doctor|allerg\w*|medication|medicine|hospital|health|dentist|therapy|diagnos\w*|symptom\w*|surgery|pregnan\w*)\b", re.I
-        ),
-    ),
-    (
-        "finances",
-        "Finances",
-        re.compile(
-            r"(\$|€|£|\b(bank|account|income|salary|loan|mortgage|credit|debit|payment|insurance|policy|invest\w*|savings|budget|tax|taxes)\b)",
-            re.I,
-        ),
-    ),
-    (
-        "food",
-        "Food and drink",
-        re.compile(r"\b(vegetarian|vegan|eat|eats|food|meal|meals|drink|drinks|alcohol|cook\w*|restaurant|coffee|tea)\b", re.I),
-    ),
-    (
-        "work",
-        "Work",
-        re.compile(r"\b(work|works|job|manager|boss|employer|company|office|colleague\w*|career|project|engineer|promotion)\b", re.I),
-    ),
-    (
-        "family",
-        "Family and friends",
-        re.compile(
-            r"\b(wife|husband|partner|daughter|son|kids|children|child|mother|mom|father|dad|brother|sister|family|friend|friends|grandma|grandpa)\b",
-            re.I,
-        ),
-    ),
-]
 
 _VERB_S = {
     "have": "has",
@@ -239,8 +167,14 @@ def _iso_date(value: str | None) -> str:
 
 
 def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: str, withheld: Withheld = keep_all) -> list[Statement]:
-    """Informative sentences of a stored conversation, each with its line span; none that
-    ``withheld`` keeps out of pages."""
+    """Informative sentences of a stored conversation, each with its line span.
+
+    "You" is resolved from who spoke and to whom: in a conversation of two, or right after the
+    other person spoke, a user's "you" is that person (``Deborah told Jolene: "I'm so proud of
+    you."``, citing Jolene's turn too, so that her name is on the cited lines), and the other
+    person's "you" is the user. A user's sentence with "you" in it is never moved to the third
+    person: "Deborah is so proud of you" would read as a claim about the reader. No sentence that
+    ``withheld`` keeps out of pages is filed."""
     lines = item.text.splitlines()
     messages: list[tuple[int, int, str, str, str]] = []  # start, end, speaker, time, text
     for n, line in enumerate(lines, 1):
@@ -253,16 +187,21 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
             messages.append((n, n, m.group("speaker").strip(), m.group("time") or "", m.group("text")))
     out: list[Statement] = []
     speakers = {s.lower() for s in user_speakers}
+    is_user = lambda who: who.lower() in speakers or who.lower().split(" (")[0] in speakers  # noqa: E731
+    everyone = list(dict.fromkeys(m[2] for m in messages))
     previous: tuple[int, int, str, str, str] | None = None
     for start, end, speaker, time, text in messages:
-        by_user = speaker.lower() in speakers or speaker.lower().split(" (")[0] in speakers
+        by_user = is_user(speaker)
         answer = _short_answer(previous, speaker, text) if by_user else None
+        addressee, via = _addressee(speaker, previous, everyone)
         previous = (start, end, speaker, time, text)
         found = len(out)
+        date = _iso_date(time) or item.date
         for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
             sentence = raw.strip()
             words = sentence.split()
-            instruction = by_user and bool(INSTRUCTION_RE.search(sentence))  # short and without "I" is fine then
+            # a standing instruction is given to an assistant: "Don't worry" said to a friend is not one
+            instruction = by_user and not (addressee and _is_person(addressee)) and bool(INSTRUCTION_RE.search(sentence))
             if len(words) < (3 if instruction else 4) or sentence.endswith("?") or SKIP_RE.match(sentence):
                 continue
             if unsafe_statement(sentence):
@@ -272,24 +211,97 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
             if by_user:
                 if not instruction and not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
                     continue
-                claim = third_person(sentence, name)
-                if claim == sentence or FIRST_PERSON_LEFT_RE.search(claim[len(name) :]):
-                    # not moved to the third person, or only half ("Jo thinks I'll wait"):
-                    # quote the user instead, so that nobody reads "I" as someone else
-                    claim = f'{name} said: "{sentence}"'
+                claim, span_start, to = _user_claim(sentence, name, start, instruction, addressee, via)
             else:
-                if not (SECOND_PERSON_FACT_RE.search(sentence) and re.search(r"\d|[A-Z][a-z]+ [A-Z]", sentence)):
-                    continue
-                claim = f'{speaker} told {name}: "{sentence}"'
-            date = _iso_date(time) or item.date
-            out.append(Statement(item.id, start, end, speaker, sentence, _terminated(claim), date, by_user, ordinal))
-        if (
-            answer is not None and len(out) == found and not withheld(text) and not withheld(answer[1])
-        ):  # nothing stood alone: keep the answer with its question
+                if addressee is None or not is_user(addressee) or not _about_the_user(sentence):
+                    continue  # not said to the user, or not about them
+                claim, span_start, to = f'{speaker} told {name}: "{sentence}"', start, name
+            out.append(
+                Statement(
+                    item.id,
+                    span_start,
+                    end,
+                    speaker,
+                    sentence,
+                    _terminated(claim),
+                    date,
+                    by_user,
+                    ordinal,
+                    line=start if span_start != start else 0,
+                    addressee=to,
+                    note=date_note(sentence, date),
+                    instruction=instruction,
+                )
+            )
+        if answer is not None and len(out) == found and not withheld(text) and not withheld(answer[1]):
+            # nothing stood alone: keep the answer with its question
             q_start, question = answer
             claim = f'Asked "{question}", {name} answered: "{text.strip()}"'
-            out.append(Statement(item.id, q_start, end, speaker, text.strip(), _terminated(claim), _iso_date(time) or item.date, True))
+            out.append(Statement(item.id, q_start, end, speaker, text.strip(), _terminated(claim), date, True, note=date_note(text, date)))
     return out
+
+
+def _user_claim(sentence: str, name: str, start: int, instruction: bool, addressee: str | None, via: int | None) -> tuple[str, int, str]:
+    """The claim of a user's sentence, the line its citation starts on, and whom it addresses."""
+    if instruction or not addresses_someone(sentence):
+        claim = third_person(sentence, name)
+        if claim == sentence or FIRST_PERSON_LEFT_RE.search(claim[len(name) :]):
+            # not moved to the third person, or only half ("Jo thinks I'll wait"):
+            # quote the user instead, so that nobody reads "I" as someone else
+            claim = f'{name} said: "{sentence}"'
+        return claim, start, ""
+    # "you" is the other person: quote the user, naming whom they spoke to (a person's name
+    # is on the cited lines only with their turn before)
+    to = addressee if addressee and (via is not None or not _is_person(addressee)) else ""
+    span_start = via if to and _is_person(to) and via is not None else start
+    who = f"the {to}" if to and not _is_person(to) else to
+    return (f'{name} told {who}: "{sentence}"' if who else f'{name} said: "{sentence}"'), span_start, to
+
+
+def _about_the_user(sentence: str) -> bool:
+    """Another speaker's sentence to the user that says something of theirs: "you" or "your"
+    with a number, a name, or one of their things ("your cats")."""
+    if not SECOND_PERSON_FACT_RE.search(sentence):
+        return False
+    return bool(re.search(r"\d|[A-Z][a-z]+ [A-Z]", sentence) or YOUR_THING_RE.search(sentence))
+
+
+# "you" that means the person spoken to (not "thank you", "you know", "see you")
+YOU_RE = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'd|you'll|ya|y'all)\b", re.I)
+_YOU_IDIOM_RE = re.compile(
+    r"\b(?:thank you|thanks to you|you know|see you|talk to you|catch you|love you|bless you|mind you|if you ask me|you see|you bet|"
+    r"you never know|believe you me|you guys)\b",
+    re.I,
+)
+# the other person's sentence about something of the user's ("your cats", "your new job")
+YOUR_THING_RE = re.compile(
+    r"\byour (?:new |late |little |lovely |sweet )?(?:job|work|career|business|studio|class(?:es)?|students|husband|wife|partner|boyfriend|girlfriend|"
+    r"kids|children|son|daughter|mom|mother|dad|father|parents|brother|sister|family|grandma|grandmother|grandpa|grandfather|"
+    r"cats?|dogs?|pupp(?:y|ies)|pets?|home|house|apartment|car|move|trip|wedding|birthday|health|allergy|hobby|painting|garden)\b",
+    re.I,
+)
+_NOT_PEOPLE = {"user", "human", "assistant", "ai", "bot", "agent", "system", "model", "tool"}
+
+
+def addresses_someone(sentence: str) -> bool:
+    """The sentence speaks to someone ("I'm so proud of you"): "you" other than in idioms."""
+    return bool(YOU_RE.search(_YOU_IDIOM_RE.sub(" ", sentence)))
+
+
+def _is_person(who: str) -> bool:
+    return who.lower().split(" (")[0] not in _NOT_PEOPLE
+
+
+def _addressee(speaker: str, previous: tuple[int, int, str, str, str] | None, everyone: list[str]) -> tuple[str | None, int | None]:
+    """Whom ``speaker`` talks to, and the line of that person's turn just before (or None): the
+    other one of a conversation of two, else whoever spoke just before."""
+    via = previous[0] if previous is not None and previous[2] != speaker else None
+    others = [s for s in everyone if s != speaker]
+    if len(others) == 1:
+        return others[0], via if via is not None and previous is not None and previous[2] == others[0] else None
+    if previous is not None and previous[2] != speaker:
+        return previous[2], via
+    return None, None
 
 
 def _short_answer(previous: tuple[int, int, str, str, str] | None, speaker: str, text: str) -> tuple[int, str] | None:
@@ -315,26 +327,21 @@ def _terminated(text: str) -> str:
     return text if re.search(r"[.!?。！？\"]$", text) else text + "."
 
 
-def attribute_of(statement: Statement) -> Attribute | None:
+def attributes_of(statement: Statement) -> list[Attribute]:
+    """The profile attributes a user's own sentence states (none from anyone else's: the rules
+    read "I" and "my", which are the speaker)."""
     if not statement.by_user:
-        return None
-    for key, pattern, single in ATTRIBUTE_PATTERNS:
-        m = pattern.search(statement.quote)
-        if m:
-            value = m.group(1).strip().rstrip(".,")
-            return Attribute(key if single else f"{key}:{value.lower()}", value, single)
-    return None
+        return []
+    return attributes_of_text(statement.quote)
 
 
 def topic_of(statement: Statement) -> tuple[str, str]:
-    for slug, title, pattern in TOPICS:
-        if pattern.search(statement.quote):
-            return slug, title
-    return "notes", "Other facts"
+    """The topic page of a statement: what the sentence is about (``agents.offline.profile``)."""
+    return topic_of_text(statement.quote, attributes_of(statement))
 
 
 def label_for(statement: Statement) -> str:
-    base = f"{statement.evidence_id[3:11]}-{statement.start}"
+    base = f"{statement.evidence_id[3:11]}-{statement.line or statement.start}"
     return f"{base}-{statement.ordinal}" if statement.ordinal else base
 
 

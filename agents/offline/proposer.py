@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from agents.backend import WriteBackend
 from agents.offline.documents import plan_document_pages
 from agents.offline.extractive import (
-    INSTRUCTION_RE,
     SENTENCE_RE,
     Attribute,
     Statement,
     Withheld,
     _terminated,
-    attribute_of,
+    attributes_of,
     citation_line,
     conversation_statements,
     keep_all,
@@ -29,6 +28,8 @@ from agents.offline.extractive import (
 )
 from agents.offline.indexes import new_index, upsert_index_entry
 from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
+from agents.offline.profile import ATTRIBUTE_LABELS, ENTITY_KINDS, SECTIONS, SELF_KEYS, entities_of_text, entity_details, profile_section
+from agents.offline.profile import vehicle_of as vehicle_of
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
 from kb.config import Privacy
@@ -38,22 +39,6 @@ from kb.page import page_id_for_path, parse_page
 from kb.privacy import PLACEHOLDER_RE, holds
 from kb.scopes import SYSTEM, user_of
 from kb.tokens import count_tokens
-
-IDENTITY = {"name", "home", "address", "work", "phone", "email"}
-PREFERENCES = {"seat", "diet"}
-ATTRIBUTE_LABELS = {
-    "name": "name",
-    "home": "home city",
-    "address": "address",
-    "work": "work",
-    "phone": "phone",
-    "email": "email",
-    "seat": "seat preference",
-    "diet": "diet",
-    "manager": "manager",
-    "partner": "partner",
-    "child": "child",
-}
 
 ReadPage = Callable[[str], "str | None"]
 
@@ -87,7 +72,9 @@ def _source(statement: Statement) -> str:
 
 
 def _entry(statement: Statement, suffix: str = "") -> Entry:
-    return Entry(f"{statement.claim}[^{label_for(statement)}]{suffix}", label_for(statement), citation_line(statement))
+    """A statement's bullet; a relative date in it is anchored in a note (not part of the claim)."""
+    note = f" _({statement.note})_" if statement.note else ""
+    return Entry(f"{statement.claim}[^{label_for(statement)}]{note}{suffix}", label_for(statement), citation_line(statement))
 
 
 # ---- documents ---------------------------------------------------------------------------
@@ -158,15 +145,6 @@ def plan_documents(items: list[EvidenceItem], read: ReadPage, withheld: Withheld
 # ---- a user's memory ---------------------------------------------------------------------
 
 
-def _profile_section(key: str) -> str:
-    base = key.split(":")[0]
-    if base in IDENTITY:
-        return "Identity"
-    if base in PREFERENCES:
-        return "Preferences"
-    return "People"
-
-
 def plan_user_memory(
     user: str,
     items: list[EvidenceItem],
@@ -200,14 +178,16 @@ class _MemoryDraft:
         self.pages: dict[str, MemoryPage] = {}
         self.claims = 0
         self.closed = 0
-        self.vehicles = self._known_vehicles()
+        self.known = {kind: self._known(kind) for kind in ENTITY_KINDS}
 
-    def _known_vehicles(self) -> list[str]:
-        path = f"{self.folder}/vehicles.md"
+    def _known(self, kind: str) -> list[str]:
+        """The things of a kind already on its page (their cards), so later mentions find them."""
+        path = f"{self.folder}/{kind}.md"
         text = self.read(path)
         if not text or not is_generated(text, path):
             return []
-        return [str(f.get("value")) for f in load_memory_page(text, path).facts if str(f.get("key", "")).startswith("vehicle:")]
+        prefix = f"{ENTITY_SINGULAR[kind]}:"
+        return [str(f.get("value")) for f in load_memory_page(text, path).facts if str(f.get("key", "")).startswith(prefix)]
 
     def page(self, slug: str, title: str, kind: str) -> MemoryPage:
         path = f"{self.folder}/{slug}.md"
@@ -225,15 +205,26 @@ class _MemoryDraft:
         return self.page("profile", f"{self.name}'s profile", "profile")
 
     def add(self, st: Statement) -> None:
-        """File one statement: an instruction or an attribute on the profile, anything else on a topic page."""
-        if st.by_user and INSTRUCTION_RE.search(st.quote):
+        """File one statement: an instruction or attributes on the profile, the things it names
+        on their pages, anything else on a topic page; a dated event on the timeline too."""
+        if st.instruction:
             self._add_instruction(st)
             return
-        attr = attribute_of(st)
-        if attr is not None:
-            self._add_attribute(st, attr)
-        else:
+        attributes = attributes_of(st)
+        things = entities_of_text(st.quote, self.known)
+        if attributes:
+            self._add_attributes(st, attributes)
+        for kind, thing in things:
+            self._add_thing(st, kind, thing)
+        if things:
+            return
+        if not attributes:
             self._add_topic(st)
+        if st.date and (st.note or TIMELINE_RE.search(st.quote)):
+            timeline = self.page("timeline", f"{self.name}'s timeline", "timeline")
+            if not timeline.has_label(label_for(st)):
+                timeline.sections.setdefault(st.date, []).append(_entry(st))
+                timeline.sources.add(st.evidence_id)
 
     def _add_instruction(self, st: Statement) -> None:
         label = label_for(st)
@@ -259,69 +250,102 @@ class _MemoryDraft:
         profile.sources.add(st.evidence_id)
         self.claims += 1
 
-    def _add_attribute(self, st: Statement, attr: Attribute) -> None:
-        """A new value of an attribute; it closes the values it replaces."""
+    def _add_attributes(self, st: Statement, attributes: list[Attribute]) -> None:
+        """The statement once on the profile (under its first attribute's section), a card for
+        each attribute; a new value of a single attribute closes the values it replaces."""
         label = label_for(st)
         profile = self.profile()
         if profile.has_label(label):
             return
+        cards = [self._card(profile, st, attr) for attr in attributes]
+        if not any(cards):
+            return  # every value is known and current already
+        profile.sections.setdefault(profile_section(attributes[0].key), []).append(_entry(st))
+        profile.sources.add(st.evidence_id)
+        self.claims += 1
+
+    def _card(self, profile: MemoryPage, st: Statement, attr: Attribute) -> bool:
         current = [f for f in profile.facts if f.get("key") == attr.key and not f.get("valid_to")]
         if any(str(f.get("value", "")).lower() == attr.value.lower() for f in current):
-            return
+            return False
         for fact in current:
             fact["valid_to"] = st.date
             self.closed += 1
             _close_entry(profile, str(fact.get("label", "")), st.date)
-        relation = "self" if attr.key.split(":")[0] in IDENTITY | PREFERENCES else attr.key.split(":")[0]
-        profile.facts.append(
-            {
-                "key": attr.key,
-                "value": attr.value,
-                "about": self.name if relation == "self" else attr.value,
-                "relation": relation,
-                "learned": f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}",
+        base = attr.key.split(":")[0]
+        said = f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}"
+        if attr.previous and not current:  # "I moved from Denver to Portland": Denver was home until then
+            profile.facts.append(
+                {
+                    "key": attr.key,
+                    "value": attr.previous,
+                    "about": self.name,
+                    "relation": "self",
+                    "learned": said,
+                    "valid_to": st.date,
+                    "source": _source(st),
+                }
+            )
+            self.closed += 1
+        card = {
+            "key": attr.key,
+            "value": attr.value,
+            "about": self.name if base in SELF_KEYS else attr.value,
+            "relation": "self"
+            if base in SELF_KEYS
+            else (attr.detail if base in ("family", "child", "pet") and attr.detail else attr.value if base == "died" else base),
+            "detail": attr.detail if base in ("died", "favorite") and attr.detail else None,
+            "learned": said,
+            "valid_from": st.date,
+            "valid_to": None,
+            "when": st.note or None,
+            "source": _source(st),
+            "label": label_for(st),
+        }
+        profile.facts.append(card)
+        return True
+
+    def _add_thing(self, st: Statement, kind: str, thing: str) -> None:
+        """A statement about one thing the user owns or deals with, in that thing's section of
+        its kind's page, with a card per thing (its details: numbers, amounts, dates said)."""
+        page = self.page(kind, f"{self.name}: {ENTITY_KINDS[kind]}", "topic")
+        label = label_for(st)
+        section = page.sections.setdefault(thing, [])
+        if any(e.label == label for e in section):
+            return
+        key = f"{ENTITY_SINGULAR[kind]}:{slugify(thing)}"
+        card = next((f for f in page.facts if f.get("key") == key), None)
+        if card is None:
+            card = {
+                "key": key,
+                "value": thing,
+                "about": thing,
+                "relation": f"{self.name}'s {ENTITY_SINGULAR[kind]}",
+                "learned": f"first mentioned by {st.speaker} on {st.date}",
                 "valid_from": st.date,
-                "valid_to": None,
                 "source": _source(st),
-                "label": label,
             }
-        )
-        profile.sections.setdefault(_profile_section(attr.key), []).append(_entry(st))
-        profile.sources.add(st.evidence_id)
+            page.facts.append(card)
+        details = [d for d in entity_details(st.quote) if thing.lower() not in d.lower() or len(d) > len(thing) + 3]
+        known = {str(d.get("text")) for d in card.get("details") or [] if isinstance(d, dict)}
+        new = [{"text": d, "said": st.date, "source": _source(st)} for d in details if d not in known]
+        if new:
+            card["details"] = list(card.get("details") or []) + new
+        section.append(_entry(st))
+        page.sources.add(st.evidence_id)
         self.claims += 1
 
     def _add_topic(self, st: Statement) -> None:
-        """A statement on its topic page (vehicles get their own), and on the timeline if it is a dated event."""
-        vehicle = vehicle_of(st.quote, self.vehicles)
-        slug, title = ("vehicles", vehicle) if vehicle is not None else topic_of(st)
-        if slug == "notes":
-            page_title = f"{self.name}: other facts"
-        else:
-            page_title = f"{self.name}: {'cars and other vehicles' if slug == 'vehicles' else title.lower()}"
+        """A statement on the page of what it is about."""
+        slug, title = topic_of(st)
+        page_title = f"{self.name}: other facts" if slug == "notes" else f"{self.name}: {title.lower()}"
         topic = self.page(slug, page_title, "topic")
         label = label_for(st)
         if topic.has_label(label):
             return
-        if vehicle is not None and not any(f.get("key") == f"vehicle:{slugify(vehicle)}" for f in topic.facts):
-            topic.facts.append(
-                {
-                    "key": f"vehicle:{slugify(vehicle)}",
-                    "value": vehicle,
-                    "about": vehicle,
-                    "relation": f"{self.name}'s vehicle",
-                    "learned": f"first mentioned by {st.speaker} on {st.date}",
-                    "valid_from": st.date,
-                    "source": _source(st),
-                }
-            )
         topic.sections.setdefault(title, []).append(_entry(st))
         topic.sources.add(st.evidence_id)
         self.claims += 1
-        if st.date and TIMELINE_RE.search(st.quote):
-            timeline = self.page("timeline", f"{self.name}'s timeline", "timeline")
-            if not timeline.has_label(label):
-                timeline.sections.setdefault(st.date, []).append(_entry(st))
-                timeline.sources.add(st.evidence_id)
 
     def writes(self) -> dict[str, str]:
         """Every touched page rendered, and the folder index listing them."""
@@ -333,6 +357,13 @@ class _MemoryDraft:
         for path, memory in sorted(self.pages.items()):
             if memory.type == "timeline":
                 memory.sections = dict(sorted(memory.sections.items(), reverse=True))
+            if memory.type == "profile":
+                order = ["Instructions", *SECTIONS]
+                memory.sections = dict(
+                    sorted(
+                        memory.sections.items(), key=lambda kv: (kv[0] == "History", order.index(kv[0]) if kv[0] in order else len(order))
+                    )
+                )
             summary = _page_summary(memory, self.name)
             writes[path] = render_memory_page(memory, summary)
             index_text = upsert_index_entry(index_text, index_path, page_id_for_path(path), summary)
@@ -341,28 +372,20 @@ class _MemoryDraft:
         return writes
 
 
+ENTITY_SINGULAR = {
+    "vehicles": "vehicle",
+    "cards": "card",
+    "accounts": "account",
+    "policies": "policy",
+    "warranties": "warranty",
+    "devices": "device",
+    "doctors": "doctor",
+}
 # A dated statement that reads as an event or a plan goes on the timeline too.
 TIMELINE_RE = re.compile(
-    r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next)\b", re.I
+    r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next|passed away|died|married)\b",
+    re.I,
 )
-VEHICLE_RE = re.compile(r"\b((?:19|20)\d{2}) ([A-Z][a-zA-Z]+(?:-[A-Z][a-z]+)?) ([A-Z0-9][\w-]*(?: [0-9A-Z][\w-]*)?)")
-
-
-def vehicle_of(text: str, known: list[str]) -> str | None:
-    """The vehicle a sentence is about: a new "2019 Honda Accord", or a known one named by make
-    or model ("the Honda", "my Tesla"). Same-make vehicles stay apart by year and model."""
-    m = VEHICLE_RE.search(text)
-    if m:
-        found = m.group(0)
-        year, words = m.group(1), set(found.split()[1:])
-        for vehicle in known:
-            if vehicle.split()[0] == year and words & set(vehicle.split()[1:]):
-                return vehicle
-        known.append(found)
-        return found
-    lowered = text.lower()
-    hits = [v for v in known if any(part.lower() in lowered.split() or f" {part.lower()}" in lowered for part in v.split()[1:])]
-    return hits[0] if len(hits) == 1 else None
 
 
 def _close_entry(profile: MemoryPage, label: str, until: str) -> None:
@@ -379,16 +402,22 @@ def _close_entry(profile: MemoryPage, label: str, until: str) -> None:
 
 def _page_summary(memory: MemoryPage, name: str) -> str:
     if memory.type == "profile":
+        order = list(SECTIONS)
+        current = [
+            f for f in memory.facts if not f.get("valid_to") and f.get("key") != "instruction" and not unsafe_statement(str(f["value"]))
+        ]
+        current.sort(key=lambda f: order.index(profile_section(str(f["key"]))) if profile_section(str(f["key"])) in order else len(order))
         parts = [
-            f"{ATTRIBUTE_LABELS.get(f['key'].split(':')[0], f['key'])}: {f['value']}"
-            for f in memory.facts
-            if not f.get("valid_to") and not unsafe_statement(str(f["value"]))
+            f"{ATTRIBUTE_LABELS.get(str(f['key']).split(':')[0], f['key'])}: {f['value']}"
+            for f in current
+            if not str(f["key"]).startswith("plan")
         ]
         return _summary(f"{name}: " + "; ".join(parts) + ".") if parts else _summary(f"No stable facts about {name} are recorded yet.")
     count = sum(len(v) for k, v in memory.sections.items() if k != "History")
-    vehicles = [str(f["value"]) for f in memory.facts if str(f.get("key", "")).startswith("vehicle:")]
-    if vehicles:
-        return _summary(f"{name}'s cars and other vehicles ({len(vehicles)}): " + "; ".join(vehicles) + f". {count} statements.")
+    kind = next((k for k, one in ENTITY_SINGULAR.items() if any(str(f.get("key", "")).startswith(f"{one}:") for f in memory.facts)), None)
+    if kind is not None:
+        things = [str(f["value"]) for f in memory.facts if str(f.get("key", "")).startswith(f"{ENTITY_SINGULAR[kind]}:")]
+        return _summary(f"{name}'s {ENTITY_KINDS[kind]} ({len(things)}): " + "; ".join(things) + f". {count} statements.")
     if memory.type == "timeline":
         return _summary(f"Dated events and plans from {name}'s conversations, newest first ({count} entries).")
     return _summary(f"What {name} said about {memory.title.split(': ', 1)[-1]} ({count} statements).")

@@ -37,9 +37,14 @@ def conflicting_facts(page: Page) -> list[Comment]:
     instructions are many-valued by design)."""
     current: dict[str, list[dict[str, object]]] = {}
     for fact in page.meta.get("facts") or []:
-        if not isinstance(fact, dict) or fact.get("relation") in MULTI_VALUED:
-            continue
-        if fact.get("key") and not fact.get("valid_to") and ":" not in str(fact["key"]):
+        # instructions stand together (a model decides which later one cancels an earlier one)
+        if (
+            isinstance(fact, dict)
+            and fact.get("relation") not in MULTI_VALUED
+            and fact.get("key") not in (None, "", "instruction")
+            and not fact.get("valid_to")
+            and ":" not in str(fact["key"])
+        ):
             current.setdefault(str(fact["key"]), []).append(fact)
     out = []
     line = page.meta_lines.get("facts", 1)

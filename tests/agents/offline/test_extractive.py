@@ -3,7 +3,7 @@ their questions, attributes that close older values, vehicles kept apart."""
 
 from __future__ import annotations
 
-from agents.offline.extractive import attribute_of, conversation_statements, third_person
+from agents.offline.extractive import attributes_of, conversation_statements, third_person
 from agents.offline.memory_page import render_memory_page
 from agents.offline.proposer import plan_user_memory, vehicle_of
 from agents.protocols import EvidenceItem
@@ -63,7 +63,7 @@ def test_attributes_and_updates_close_older_values() -> None:
     first = item([("user", "I live in Lyon and I work as a nurse.")], "2024-01-01", "ev-aaaaaaaaaaaaaaaa")
     second = item([("user", "I moved to Toulouse last week.")], "2024-06-01", "ev-bbbbbbbbbbbbbbbb")
     st = conversation_statements(first, {"user"}, "Jo")[0]
-    assert attribute_of(st).key == "home" and attribute_of(st).value == "Lyon"
+    assert [(a.key, a.value) for a in attributes_of(st)] == [("home", "Lyon"), ("occupation", "nurse")]
     plan = plan_user_memory("jo", [second, first], lambda _path: None, "Jo")
     profile = parse_page(plan.writes["users/jo/profile.md"], "users/jo/profile.md")
     assert [(f["value"], f.get("valid_to")) for f in profile.meta["facts"] if f["key"] == "home"] == [

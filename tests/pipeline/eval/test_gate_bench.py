@@ -52,7 +52,9 @@ def test_the_report_counts_per_category_operator_and_rule(bench) -> None:
     assert data["per_rule"]["grounding.number"]["first_mutation"] == 1
     assert data["per_rule"]["citation.undefined"]["any_control"] == 0
     assert data["missed"] == [] and data["false_positives"] == []
-    assert data["material"]["pages"] == 6 and data["material"]["evidence_items"] == 3
+    # 7 pages: the profile, timeline, travel and notes (the assistant's "Munich as your home city") of
+    # alice, the policy page and the two indexes
+    assert data["material"]["pages"] == 7 and data["material"]["evidence_items"] == 3
     json.dumps(data)  # the --json output is plain data
 
 
