@@ -272,6 +272,11 @@ class _MemoryDraft:
             fact["valid_to"] = st.date
             self.closed += 1
             _close_entry(profile, str(fact.get("label", "")), st.date)
+            # other cards read from the same statement ("I prefer aisle seats": seat and a
+            # preference) no longer hold either once that statement is closed
+            for other in profile.facts:
+                if other is not fact and not other.get("valid_to") and other.get("label") and other.get("label") == fact.get("label"):
+                    other["valid_to"] = st.date
         base = attr.key.split(":")[0]
         said = f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}"
         if attr.previous and not current:  # "I moved from Denver to Portland": Denver was home until then
