@@ -128,3 +128,43 @@ def test_help_speaks_of_values_not_python_types(cli) -> None:
     search = cli("search", "--help").out
     assert "Usage: kb search [OPTIONS] QUERY" in search and "--k INTEGER" in search and "--as TEXT" in search
     assert "FILES...  Files or folders to add" in cli("evidence", "add", "--help").out
+
+
+def _leaf_commands() -> list[tuple[list[str], object]]:
+    import typer.main
+
+    from kb.cli.app import app
+
+    out: list[tuple[list[str], object]] = []
+
+    def walk(command, path):
+        if hasattr(command, "commands"):
+            for name, sub in sorted(command.commands.items()):
+                walk(sub, [*path, name])
+        else:
+            out.append((path, command))
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+def _usage_table() -> list[list[str]]:
+    """Every command with an unknown option; with no arguments when it needs some; with a bad
+    number where it takes one."""
+    table = []
+    for path, command in _leaf_commands():
+        table.append([*path, "--no-such-option"])
+        params = command.params  # type: ignore[attr-defined]
+        if any(p.required and p.param_type_name == "argument" for p in params):
+            table.append(list(path))
+        for p in params:
+            number = p.type_descriptor.annotation in (int, float, int | None, float | None)
+            if p.param_type_name == "option" and number and p.opts:
+                table.append([*path, p.opts[0], "not-a-number"])
+                break
+    return table
+
+
+@pytest.mark.parametrize("args", _usage_table(), ids=" ".join)
+def test_every_command_answers_a_usage_error_with_exit_2(cli, tmp_path: Path, args: list[str]) -> None:
+    test_usage_errors_exit_2_with_usage_text_and_no_crash_log(cli, tmp_path, args)
