@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from typer import TyperException
 
-from kb.cli import evaluate, loop, memory, reading, repository
+from kb.cli import evaluate, loop, memory, pr, reading, repository
 from kb.cli.common import LockWaitOpt, RepoOpt, set_command_label, set_lock_wait, set_repo_option
 from kb.cli.evidence import evidence_app
 from kb.cli.index import index_app
@@ -109,6 +109,9 @@ app.command("run")(loop.run)
 app.command("keygen")(loop.keygen)
 app.add_typer(memory.memory_app, name="memory")
 app.add_typer(evaluate.eval_app, name="eval")
+app.add_typer(pr.pr_app, name="pr")
+app.command("sync")(pr.sync)
+app.add_typer(pr.github_app, name="github")
 
 
 def _crash_log(exc: BaseException) -> Path:
