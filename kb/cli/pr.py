@@ -26,7 +26,7 @@ def _status_line(status: ChangeStatus) -> str:
     change = status.change
     failing = status.checks.missing_or_failing(status.required)
     checks = "green" if not failing else ", ".join(failing)
-    return f"{change.ref} {change.branch} @ {change.head[:10]} [{change.state}] checks: {checks}; review: {status.review}"
+    return f"{change.ref} {change.branch} @ {change.head[:10]} -> {change.base_branch} [{change.state}] checks: {checks}; review: {status.review}"
 
 
 @pr_app.command("open")

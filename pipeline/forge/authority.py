@@ -88,7 +88,9 @@ class ForgeAuthority:
             )
         verdicts = reviews_by(self.forge.reviews(change), self.reviewer_login)
         if not verdicts:
-            raise GateError(f"no review of {change.ref} by {self.reviewer_login} (never reviewed)", hint=f"run `kb pr review {change.number}`")
+            raise GateError(
+                f"no review of {change.ref} by {self.reviewer_login} (never reviewed)", hint=f"run `kb pr review {change.number}`"
+            )
         last = verdicts[-1]
         if last.commit != head:
             raise GateError(

@@ -13,14 +13,12 @@ from typing import Literal, Protocol
 
 import pygit2
 
-from kb.repo import Repo
 from pipeline.approval import ApprovalAuthority
 
 ChangeState = Literal["open", "closed", "merged"]
 ReviewState = Literal["APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"]
 StatusState = Literal["success", "failure", "pending", "error"]
 KB_LABEL = "kb"
-NEEDS_HUMAN_LABEL = "needs-human"
 
 
 @dataclass(frozen=True)
@@ -105,7 +103,9 @@ class Forge(Protocol):
 
     def update_change(self, change: Change, title: str, body: str, labels: tuple[str, ...]) -> Change: ...
 
-    def get_change(self, number: int) -> Change: ...
+    def get_change(self, ref: str) -> Change:
+        """A change by its number (``12``, ``#12``) or, where the forge allows, its branch."""
+        ...
 
     def find_changes(self, branch: str | None = None, state: Literal["open", "all"] = "open") -> list[Change]: ...
 
@@ -138,7 +138,7 @@ def hunks_of(diff: pygit2.Diff) -> list[Hunk]:
     return out
 
 
-def branch_diff_hunks(repo: Repo, base: pygit2.Commit, head: pygit2.Commit) -> list[Hunk]:
+def branch_diff_hunks(base: pygit2.Commit, head: pygit2.Commit) -> list[Hunk]:
     from kb.repo import diff_trees
 
     return hunks_of(diff_trees(base.tree, head.tree))

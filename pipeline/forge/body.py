@@ -70,7 +70,7 @@ def claim_rows(repo: Repo, base: pygit2.Commit, head: pygit2.Commit, pages: list
                 kind = "changed" if cites in old_by_cites and old_by_cites[cites] not in after else "added"
                 rows.append(ClaimRow(kind, path, line, text, cites))
         for text, (line, cites) in sorted(before.items(), key=lambda item: item[1][0]):
-            if text not in after and not (cites in {c for _, c in after.values()}):
+            if text not in after and cites not in {c for _, c in after.values()}:
                 rows.append(ClaimRow("removed", path, line, text, cites))
     return rows
 

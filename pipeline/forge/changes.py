@@ -130,9 +130,15 @@ def open_change(repo: Repo, branch: str, forge: Forge | None = None) -> OpenResu
     else:
         change = forge.open_change(branch, title, body, labels)
         action = "opened"
-    state = "success" if gate.ok else "failure"
-    forge.set_status(str(head.id), GATE_CONTEXT, state, "gate passed" if gate.ok else f"gate: {len(gate.errors)} error(s)")
+    _gate_status(forge, str(head.id), gate.ok, len(gate.errors))
     return OpenResult(change, action, gate.ok, len(gate.errors))
+
+
+def _gate_status(forge: Forge, commit: str, ok: bool, errors: int) -> None:
+    if ok:
+        forge.set_status(commit, GATE_CONTEXT, "success", "gate passed")
+    else:
+        forge.set_status(commit, GATE_CONTEXT, "failure", f"gate: {errors} error(s)")
 
 
 # ---- fetching a change -------------------------------------------------------------------
@@ -162,9 +168,7 @@ def _fetch_change(repo: Repo, remote: GitRemote | None, change: Change) -> None:
     remote.fetch_branch(change.branch, f"refs/heads/{change.branch}")
     fetched = repo.git.branches.local.get(change.branch)
     if fetched is None or str(fetched.peel().id) != change.head:
-        raise ConflictError(
-            f"{change.ref} moved while it was being fetched (now not at {change.head[:10]})", hint="run the command again"
-        )
+        raise ConflictError(f"{change.ref} moved while it was being fetched (now not at {change.head[:10]})", hint="run the command again")
 
 
 # ---- review ------------------------------------------------------------------------------
@@ -217,10 +221,11 @@ def review_change(repo: Repo, ref: str, forge: Forge | None = None) -> ReviewOut
             anchored.append(LineComment(comment.path, comment.line, text))
         else:
             unanchored.append(f"`{comment.path}:{comment.line}`: {text}" if comment.path else text)
-    verdict = "approve" if result.verdict == "approve" else "request_changes"
-    forge.submit_review(change, ReviewSubmission(verdict, review_body(result, unanchored), tuple(anchored)))
+    forge.submit_review(change, ReviewSubmission(result.verdict, review_body(result, unanchored), tuple(anchored)))
     gate = result.gate
-    forge.set_status(change.head, GATE_CONTEXT, "success" if gate.ok else "failure", "gate passed" if gate.ok else f"gate: {len(gate.errors)} error(s)")
+    forge.set_status(
+        change.head, GATE_CONTEXT, "success" if gate.ok else "failure", "gate passed" if gate.ok else f"gate: {len(gate.errors)} error(s)"
+    )
     if remote is not None:
         remote.push_notes()
     return ReviewOutcome(change, result, len(anchored), len(unanchored))

@@ -138,18 +138,21 @@ class GitHubForge:
         return ForgeAuthority(self, self.config.reviewer_login)
 
     def open_change(self, branch: str, title: str, body: str, labels: tuple[str, ...]) -> Change:
-        data = {"title": title, "head": branch, "base": self.config.default_branch, "body": body}
-        pr = self.call("proposer", f"open a pull request for {branch}", lambda g: g.rest.pulls.create(self.owner, self.name, data=data))
+        base = self.config.default_branch
+        pr = self.call(
+            "proposer",
+            f"open a pull request for {branch}",
+            lambda g: g.rest.pulls.create(self.owner, self.name, title=title, head=branch, base=base, body=body),
+        )
         change = to_change(pr.parsed_data)
         self.set_labels(change, labels)
         return replace(change, labels=labels)
 
     def update_change(self, change: Change, title: str, body: str, labels: tuple[str, ...]) -> Change:
-        data = {"title": title, "body": body}
         pr = self.call(
             "proposer",
             f"update pull request {change.ref}",
-            lambda g: g.rest.pulls.update(self.owner, self.name, change.number, data=data),
+            lambda g: g.rest.pulls.update(self.owner, self.name, change.number, title=title, body=body),
             change.ref,
         )
         self.set_labels(change, labels)
@@ -179,31 +182,37 @@ class GitHubForge:
 
     def diff_hunks(self, change: Change) -> list[Hunk]:
         def files(g: GitHub) -> list[Hunk]:
-            out = []
-            for entry in g.rest.paginate(g.rest.pulls.list_files, owner=self.owner, repo=self.name, pull_number=change.number, per_page=100):
+            out: list[Hunk] = []
+            entries: Any = g.rest.paginate(
+                g.rest.pulls.list_files, owner=self.owner, repo=self.name, pull_number=change.number, per_page=100
+            )
+            for entry in entries:
                 out.extend(patch_hunks(entry.filename, entry.patch or ""))
             return out
 
         return self.call("proposer", f"list the files of {change.ref}", files, change.ref)
 
     def submit_review(self, change: Change, review: ReviewSubmission) -> None:
-        data: dict[str, Any] = {
-            "commit_id": change.head,
-            "body": review.body,
-            "event": "APPROVE" if review.verdict == "approve" else "REQUEST_CHANGES",
-        }
-        if review.comments:
-            data["comments"] = [{"path": c.path, "line": c.line, "side": "RIGHT", "body": c.body} for c in review.comments]
-        self.call(
-            "reviewer",
-            f"submit a review on {change.ref}",
-            lambda g: g.rest.pulls.create_review(self.owner, self.name, change.number, data=data).parsed_data,
-            change.ref,
-        )
+        event: Literal["APPROVE", "REQUEST_CHANGES"] = "APPROVE" if review.verdict == "approve" else "REQUEST_CHANGES"
+        comments: Any = [{"path": c.path, "line": c.line, "side": "RIGHT", "body": c.body} for c in review.comments]
+
+        def submit(g: GitHub) -> object:
+            pulls = g.rest.pulls
+            if comments:
+                return pulls.create_review(
+                    self.owner, self.name, change.number, commit_id=change.head, body=review.body, event=event, comments=comments
+                ).parsed_data
+            return pulls.create_review(
+                self.owner, self.name, change.number, commit_id=change.head, body=review.body, event=event
+            ).parsed_data
+
+        self.call("reviewer", f"submit a review on {change.ref}", submit, change.ref)
 
     def reviews(self, change: Change) -> list[ForgeReview]:
         def listing(g: GitHub) -> list[ForgeReview]:
-            pages = g.rest.paginate(g.rest.pulls.list_reviews, owner=self.owner, repo=self.name, pull_number=change.number, per_page=100)
+            pages: Any = g.rest.paginate(
+                g.rest.pulls.list_reviews, owner=self.owner, repo=self.name, pull_number=change.number, per_page=100
+            )
             return [
                 ForgeReview(
                     author=r.user.login if r.user else "",
@@ -218,11 +227,14 @@ class GitHubForge:
         return self.call("proposer", f"list the reviews of {change.ref}", listing, change.ref)
 
     def set_status(self, commit: str, context: str, state: StatusState, description: str) -> None:
-        data = {"state": state, "context": context, "description": description[:140]}
         self.call(
             "proposer",
             f"set status {context} on {commit[:10]}",
-            lambda g: g.rest.repos.create_commit_status(self.owner, self.name, commit, data=data).parsed_data,
+            lambda g: (
+                g.rest.repos.create_commit_status(
+                    self.owner, self.name, commit, state=state, context=context, description=description[:140]
+                ).parsed_data
+            ),
         )
 
     def checks(self, commit: str) -> ChecksState:
@@ -248,11 +260,20 @@ class GitHubForge:
         )
 
     def merge(self, change: Change, expected_head: str, title: str, message: str) -> str:
-        data = {"sha": expected_head, "commit_title": title, "commit_message": message, "merge_method": "merge"}
         result = self.call(
             "proposer",
             f"merge {change.ref}",
-            lambda g: g.rest.pulls.merge(self.owner, self.name, change.number, data=data).parsed_data,
+            lambda g: (
+                g.rest.pulls.merge(
+                    self.owner,
+                    self.name,
+                    change.number,
+                    sha=expected_head,
+                    commit_title=title,
+                    commit_message=message,
+                    merge_method="merge",
+                ).parsed_data
+            ),
             change.ref,
         )
         return result.sha

@@ -54,7 +54,7 @@ class LocalForge:
 
     def diff_hunks(self, change: Change) -> list[Hunk]:
         head = self.repo.resolve(change.head)
-        return branch_diff_hunks(self.repo, branch_base(self.repo, head), head)
+        return branch_diff_hunks(branch_base(self.repo, head), head)
 
     def submit_review(self, change: Change, review: ReviewSubmission) -> None:
         """Nothing to add: the signed note ``kb review`` wrote on the head is the local review."""
@@ -62,7 +62,9 @@ class LocalForge:
 
     def reviews(self, change: Change) -> list[ForgeReview]:
         return [
-            ForgeReview(r.signer or r.reviewer_model, r.head, "APPROVED" if r.verdict == "approve" else "CHANGES_REQUESTED", r.summary, r.at)
+            ForgeReview(
+                r.signer or r.reviewer_model, r.head, "APPROVED" if r.verdict == "approve" else "CHANGES_REQUESTED", r.summary, r.at
+            )
             for r in reviews_of(self.repo, change.head)
         ]
 
@@ -79,7 +81,9 @@ class LocalForge:
         return data if isinstance(data, dict) else {}
 
     def checks(self, commit: str) -> ChecksState:
-        return ChecksState({context: str(entry.get("state")) for context, entry in self._statuses(commit).items() if isinstance(entry, dict)})
+        return ChecksState(
+            {context: str(entry.get("state")) for context, entry in self._statuses(commit).items() if isinstance(entry, dict)}
+        )
 
     def set_labels(self, change: Change, labels: tuple[str, ...]) -> None:
         """Labels have no local home; ``needs-human`` is the status note ``kb run`` writes."""

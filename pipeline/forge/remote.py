@@ -59,7 +59,9 @@ class GitRemote:
 
     def push_branch(self, branch: str, force: bool = True) -> None:
         """Publish a work branch (forced: a re-proposal rewrites it; the PR follows its head)."""
-        self._git("push", "--porcelain", self.name, f"{'+' if force else ''}refs/heads/{branch}:refs/heads/{branch}", what=f"push of {branch}")
+        self._git(
+            "push", "--porcelain", self.name, f"{'+' if force else ''}refs/heads/{branch}:refs/heads/{branch}", what=f"push of {branch}"
+        )
 
     def delete_branch(self, branch: str) -> None:
         self._git("push", "--porcelain", self.name, f":refs/heads/{branch}", what=f"deletion of {branch}")

@@ -21,7 +21,6 @@ the next API calls; ``calls`` counts API calls.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 import os
 import re
@@ -133,32 +132,45 @@ class GitHubDouble:
 
     def _user(self, login: str) -> dict[str, Any]:
         user = {k: f"{self.base_url}/users/{login}/{k}" for k in USER_URLS}
-        return user | {"login": login, "id": abs(hash(login)) % 10**6, "node_id": f"U_{login}", "gravatar_id": "", "type": "User", "site_admin": False}
+        return user | {
+            "login": login,
+            "id": abs(hash(login)) % 10**6,
+            "node_id": f"U_{login}",
+            "gravatar_id": "",
+            "type": "User",
+            "site_admin": False,
+        }
 
     def _repo(self) -> dict[str, Any]:
         full = f"{self.owner}/{self.name}"
         repo: dict[str, Any] = {k: f"{self.api_url}/repos/{full}/{k}" for k in REPO_URLS}
         repo |= {"mirror_url": None, "clone_url": self.git_url}
-        counts = dict.fromkeys(("forks", "forks_count", "stargazers_count", "watchers_count", "size", "open_issues_count", "open_issues", "watchers"), 0)
-        return repo | counts | {
-            "id": 1,
-            "node_id": "R_1",
-            "name": self.name,
-            "full_name": full,
-            "license": None,
-            "owner": self._user(self.owner),
-            "private": True,
-            "description": None,
-            "fork": False,
-            "homepage": None,
-            "language": None,
-            "default_branch": "main",
-            "has_pages": False,
-            "disabled": False,
-            "pushed_at": NOW,
-            "created_at": NOW,
-            "updated_at": NOW,
-        }
+        counts = dict.fromkeys(
+            ("forks", "forks_count", "stargazers_count", "watchers_count", "size", "open_issues_count", "open_issues", "watchers"), 0
+        )
+        return (
+            repo
+            | counts
+            | {
+                "id": 1,
+                "node_id": "R_1",
+                "name": self.name,
+                "full_name": full,
+                "license": None,
+                "owner": self._user(self.owner),
+                "private": True,
+                "description": None,
+                "fork": False,
+                "homepage": None,
+                "language": None,
+                "default_branch": "main",
+                "has_pages": False,
+                "disabled": False,
+                "pushed_at": NOW,
+                "created_at": NOW,
+                "updated_at": NOW,
+            }
+        )
 
     def _label(self, name: str) -> dict[str, Any]:
         return {
@@ -293,7 +305,11 @@ class GitHubDouble:
         if path == "/pulls" and method == "GET":
             state = query.get("state", ["open"])[0]
             head = query.get("head", [""])[0].split(":", 1)[-1]
-            pulls = [p for n, p in sorted(self.pulls.items(), reverse=True) if (state == "all" or (p.state == "open" and not p.merged)) and (not head or p.head == head)]
+            pulls = [
+                p
+                for n, p in sorted(self.pulls.items(), reverse=True)
+                if (state == "all" or (p.state == "open" and not p.merged)) and (not head or p.head == head)
+            ]
             page, per_page = int(query.get("page", ["1"])[0]), int(query.get("per_page", ["30"])[0])
             chosen = pulls[(page - 1) * per_page : page * per_page]
             return Answer(200, [self._pull(p) for p in chosen])
@@ -302,7 +318,12 @@ class GitHubDouble:
         m = re.fullmatch(r"/statuses/([0-9a-f]{40})", path)
         if m and method == "POST":
             status = {"id": next(self._ids), "node_id": "S", "state": body["state"], "context": body.get("context", "default")}
-            status |= {"description": body.get("description"), "target_url": None, "avatar_url": None, "url": f"{self.api_url}/statuses/{m.group(1)}"}
+            status |= {
+                "description": body.get("description"),
+                "target_url": None,
+                "avatar_url": None,
+                "url": f"{self.api_url}/statuses/{m.group(1)}",
+            }
             status |= {"created_at": NOW, "updated_at": NOW, "creator": self._user(login)}
             self.statuses.setdefault(m.group(1), []).insert(0, status)
             return Answer(201, status)
@@ -312,8 +333,25 @@ class GitHubDouble:
                 return Answer(200, {"total_count": 0, "check_runs": []})
             statuses = self.statuses.get(m.group(1), [])
             latest = {s["context"]: s["state"] for s in reversed(statuses)}
-            state = "success" if latest and all(v == "success" for v in latest.values()) else "failure" if "failure" in latest.values() else "pending"
-            return Answer(200, {"state": state, "statuses": [{k: v for k, v in s.items() if k != "creator"} for s in statuses], "sha": m.group(1), "total_count": len(statuses), "repository": self._repo(), "commit_url": "u", "url": "u"})
+            state = (
+                "success"
+                if latest and all(v == "success" for v in latest.values())
+                else "failure"
+                if "failure" in latest.values()
+                else "pending"
+            )
+            return Answer(
+                200,
+                {
+                    "state": state,
+                    "statuses": [{k: v for k, v in s.items() if k != "creator"} for s in statuses],
+                    "sha": m.group(1),
+                    "total_count": len(statuses),
+                    "repository": self._repo(),
+                    "commit_url": "u",
+                    "url": "u",
+                },
+            )
         m = re.fullmatch(r"/issues/(\d+)/labels", path)
         if m and method == "PUT" and int(m.group(1)) in self.pulls:
             self.pulls[int(m.group(1))].labels = list(body.get("labels", []))
@@ -324,11 +362,31 @@ class GitHubDouble:
         head, base = body.get("head", ""), body.get("base", "")
         head_sha, base_sha = self.branch_sha(head), self.branch_sha(base)
         if head_sha is None or base_sha is None:
-            return Answer(422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "field": "head" if head_sha is None else "base", "code": "invalid"}]})
+            return Answer(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [{"resource": "PullRequest", "field": "head" if head_sha is None else "base", "code": "invalid"}],
+                },
+            )
         if any(p.head == head and p.state == "open" and not p.merged for p in self.pulls.values()):
-            return Answer(422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "custom", "message": f"A pull request already exists for {self.owner}:{head}."}]})
+            return Answer(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [
+                        {"resource": "PullRequest", "code": "custom", "message": f"A pull request already exists for {self.owner}:{head}."}
+                    ],
+                },
+            )
         if head_sha == base_sha or self.bare.descendant_of(base_sha, head_sha):
-            return Answer(422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "custom", "message": f"No commits between {base} and {head}"}]})
+            return Answer(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [{"resource": "PullRequest", "code": "custom", "message": f"No commits between {base} and {head}"}],
+                },
+            )
         pull = Pull(len(self.pulls) + 1, body.get("title", ""), body.get("body") or "", head, base, login, head_sha)
         self.pulls[pull.number] = pull
         return Answer(201, self._pull(pull))
@@ -386,7 +444,9 @@ class GitHubDouble:
             if review["state"] in ("APPROVED", "CHANGES_REQUESTED"):
                 latest[review["_login"]] = review
         blocking = [r for r in latest.values() if r["state"] == "CHANGES_REQUESTED"]
-        approved = [r for r in latest.values() if r["state"] == "APPROVED" and r["commit_id"] == pull.head_sha and r["_login"] != pull.author]
+        approved = [
+            r for r in latest.values() if r["state"] == "APPROVED" and r["commit_id"] == pull.head_sha and r["_login"] != pull.author
+        ]
         if blocking or not approved:
             return Answer(405, {"message": "At least 1 approving review is required by reviewers with write access."})
         states = {s["context"]: s["state"] for s in reversed(self.statuses.get(pull.head_sha, []))}
@@ -409,13 +469,13 @@ class GitHubDouble:
 
     # ---- HTTP ----------------------------------------------------------------------------
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
+    def _handler(self) -> type[BaseHTTPRequestHandler]:  # noqa: C901 (one request handler class, its methods inside)
         double = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+            def log_message(self, format: str, *args: Any) -> None:
                 del format, args
 
             def _body(self) -> bytes:

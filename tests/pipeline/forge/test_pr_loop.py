@@ -32,7 +32,7 @@ def _edit(repo: Repo, branch: str, old: str, new: str, message: str) -> str:
     return head
 
 
-def test_the_pull_request_loop_from_evidence_to_search(github: ForgeSetup, cli: Cli) -> None:
+def test_the_pull_request_loop_from_evidence_to_search(github: ForgeSetup, cli: Cli) -> None:  # noqa: PLR0915 (one story, told in order)
     repo, double = github.repo, github.double
     proposal = propose(repo)
     assert proposal.head is not None
