@@ -21,6 +21,12 @@ _._root  # kb/cli/app.py: the callback that takes the global --repo option
 _.eval_retrieval  # kb/cli/evaluate.py: `kb eval retrieval`
 _.list_items  # kb/cli/evidence.py: `kb evidence list`
 _.consolidate  # kb/cli/consolidate.py: `kb consolidate`, the group's callback
+_.pr_open  # kb/cli/pr.py: `kb pr open`
+_.pr_review  # kb/cli/pr.py: `kb pr review`
+_.pr_merge  # kb/cli/pr.py: `kb pr merge`
+_.pr_list  # kb/cli/pr.py: `kb pr list`
+_.pr_status  # kb/cli/pr.py: `kb pr status`
+_.github_init  # kb/cli/pr.py: `kb github init`
 
 # pydantic reads these: model configuration and validators registered by decorator.
 _.model_config  # agents/schemas.py, agents/tools.py, kb/config.py, pipeline/eval/judge.py
@@ -30,6 +36,10 @@ _._timestamp  # pipeline/records.py: ReviewRecord's @field_validator on at (ISO 
 _._comments  # pipeline/records.py: ReviewRecord's @field_validator on comments (each a Comment)
 _._no_reserved_or_secret_options  # kb/config.py: ModelRole's @field_validator on options
 _._fingerprints  # kb/config.py: Secrets' @field_validator on allow (fingerprints only)
+_._owner_name  # kb/config.py: Forge's @field_validator on repository (owner/name)
+_._env_name  # kb/config.py: Forge's @field_validator on the token variables (names, never tokens)
+_._url  # kb/config.py: Forge's @field_validator on api_url
+_._github_needs_a_repository  # kb/config.py: Forge's @model_validator (kind github names its repository)
 
 # Fields of model output and of records written as JSON (asdict / model_dump): they are read
 # by the model that fills them, by people and by the benchmarks, not by kb's own code.

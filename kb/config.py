@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kb.errors import ConfigError
 from kb.privacy import KINDS as PRIVACY_KINDS
@@ -184,6 +184,57 @@ class Privacy(_Strict):
         return frozenset(kind for kind in PRIVACY_KINDS if getattr(self, kind) in actions)
 
 
+_REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+
+
+class Forge(_Strict):
+    """Where changes are proposed and merged (docs/github.md): ``local`` (branches, git notes and a
+    local merge; the default) or ``github`` (pull requests). Tokens are never here: only the names
+    of the environment variables that hold them."""
+
+    kind: Literal["local", "github"] = "local"
+    repository: str | None = None  # owner/name on GitHub
+    api_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3
+    remote: str = "origin"  # the git remote that pushes and fetches go to
+    default_branch: str = "main"
+    proposer_token_env: str = "KB_PROPOSER_TOKEN"
+    reviewer_token_env: str = "KB_REVIEWER_TOKEN"
+    reviewer_login: str | None = None  # the reviewer identity whose approvals count (e.g. kb-reviewer[bot])
+    required_checks: tuple[str, ...] = ("kb/gate",)
+    max_open_prs: int = Field(5, ge=1, le=1000)
+    timeout_s: float = Field(30.0, gt=0, le=600)
+    max_retries: int = Field(3, ge=0, le=10)
+    max_wait_s: float = Field(120.0, ge=0, le=3600)  # the longest rate-limit wait honoured before giving up
+
+    @field_validator("repository")
+    @classmethod
+    def _owner_name(cls, repository: str | None) -> str | None:
+        if repository is not None and not _REPOSITORY.match(repository):
+            raise ValueError(f"expected owner/name, not {repository!r}")
+        return repository
+
+    @field_validator("proposer_token_env", "reviewer_token_env")
+    @classmethod
+    def _env_name(cls, name: str) -> str:
+        if not _ENV_NAME.match(name):
+            raise ValueError("expected the NAME of an environment variable (e.g. KB_PROPOSER_TOKEN); tokens never go in the config")
+        return name
+
+    @field_validator("api_url")
+    @classmethod
+    def _url(cls, url: str) -> str:
+        if not url.startswith(("https://", "http://")):
+            raise ValueError(f"expected an http(s) URL, not {url!r}")
+        return url.rstrip("/")
+
+    @model_validator(mode="after")
+    def _github_needs_a_repository(self) -> Forge:
+        if self.kind == "github" and self.repository is None:
+            raise ValueError("kind github needs `repository: owner/name`")
+        return self
+
+
 class Config(_Strict):
     version: Literal[1]
     name: str = "kb"
@@ -196,6 +247,7 @@ class Config(_Strict):
     lock_wait_s: float = Field(300.0, ge=0, le=86_400)
     secrets: Secrets = Secrets()
     privacy: Privacy = Privacy()
+    forge: Forge = Forge()
 
 
 DEFAULT_CONFIG_TEXT = """\

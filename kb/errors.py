@@ -138,5 +138,12 @@ class DeterministicReviewError(GateError):
     exit_code = 17
 
 
+class ForgeError(KbError):
+    """The forge (GitHub) refused a request or could not be reached: a missing token, a wrong
+    repository, missing permission, a moved head, a rule of the repository."""
+
+    exit_code = 18
+
+
 class BudgetExceededError(KbError):
     exit_code = 12

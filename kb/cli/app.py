@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 from typer import TyperException
 
-from kb.cli import evaluate, forget, loop, memory, reading, repository
+from kb.cli import evaluate, forget, loop, memory, pr, reading, repository
 from kb.cli.common import LockWaitOpt, RepoOpt, set_command_label, set_lock_wait, set_repo_option
 from kb.cli.consolidate import consolidate_app
 from kb.cli.evidence import evidence_app
@@ -116,6 +116,9 @@ app.add_typer(memory.memory_app, name="memory")
 app.add_typer(evaluate.eval_app, name="eval")
 app.command("forget")(forget.forget)
 app.add_typer(consolidate_app, name="consolidate")
+app.add_typer(pr.pr_app, name="pr")
+app.command("sync")(pr.sync)
+app.add_typer(pr.github_app, name="github")
 
 
 def _crash_log(exc: BaseException) -> Path:

@@ -1,0 +1,135 @@
+"""``kb pr open|review|merge|list|status``, ``kb sync`` and ``kb github init``: the change loop on
+the configured forge (``forge:`` in kb.config.yaml; docs/github.md). Thin wrappers over
+``pipeline.forge``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kb.cli.common import echo, open_repo
+from kb.errors import EXIT_FINDINGS
+
+if TYPE_CHECKING:
+    from pipeline.forge.changes import ChangeStatus
+
+pr_app = typer.Typer(help="Pull requests on the configured forge: open, review, merge, list, status.", no_args_is_help=True)
+github_app = typer.Typer(help="Set a knowledge repository up on GitHub.", no_args_is_help=True)
+
+ChangeArg = Annotated[str, typer.Argument(metavar="N", help="Pull request number (or, on the local forge, the work branch).")]
+NoIndexOpt = Annotated[bool, typer.Option("--no-index", help="Skip the incremental index build.")]
+
+
+def _status_line(status: ChangeStatus) -> str:
+    change = status.change
+    failing = status.checks.missing_or_failing(status.required)
+    checks = "green" if not failing else ", ".join(failing)
+    return f"{change.ref} {change.branch} @ {change.head[:10]} -> {change.base_branch} [{change.state}] checks: {checks}; review: {status.review}"
+
+
+@pr_app.command("open")
+def pr_open(branch: Annotated[str, typer.Argument(help="Work branch, e.g. kb/20250618-alice-5e8072.")]) -> None:
+    """Push a work branch and open its pull request (or update the open one).
+
+    The body lists the evidence, each changed page with its summary, the claims added, changed
+    and removed with their citations, the proposer and the gate's result.
+    Example: kb pr open kb/20250618-alice-5e8072
+    """
+    from pipeline.forge.changes import open_change
+
+    result = open_change(open_repo(), branch)
+    change = result.change
+    echo(f"{result.action} {change.ref} for {change.branch} @ {change.head[:10]} {change.url}".rstrip())
+    echo(f"  labels: {', '.join(change.labels) or '-'}; gate: {'passed' if result.gate_ok else f'{result.gate_errors} error(s)'}")
+
+
+@pr_app.command("review")
+def pr_review(number: ChangeArg) -> None:
+    """Run the gate and the Reviewer on the pull request's exact head and post one review.
+
+    Line comments are anchored on the page lines they concern; the rest go into the body.
+    Exit 0 on approve, 1 on request changes. Example: kb pr review 12
+    """
+    from pipeline.forge.changes import review_change
+
+    outcome = review_change(open_repo(), number)
+    review = outcome.review
+    echo(f"{outcome.change.ref} @ {review.head[:10]}: {review.verdict} by {review.record.reviewer_model} ({review.record.reviewer_family})")
+    echo(f"  {outcome.anchored} line comment(s), {outcome.in_body} comment(s) in the body")
+    if review.verdict != "approve":
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+@pr_app.command("merge")
+def pr_merge(number: ChangeArg, no_index: NoIndexOpt = False) -> None:
+    """Merge a pull request whose head is green and approved by the Reviewer of another family.
+
+    Example: kb pr merge 12
+    """
+    from pipeline.forge.changes import merge_change
+
+    outcome = merge_change(open_repo(), number, build_index=not no_index)
+    echo(f"merged {outcome.change.ref} ({outcome.change.branch}) as {outcome.commit[:10]}")
+    if outcome.index is not None:
+        echo(f"index: {outcome.index.summary()}")
+
+
+@pr_app.command("list")
+def pr_list() -> None:
+    """List the open kb pull requests with their checks and review state.
+
+    Example: kb pr list
+    """
+    from pipeline.forge.changes import list_changes
+
+    statuses = list_changes(open_repo())
+    if not statuses:
+        echo("no open kb pull requests")
+    for status in statuses:
+        echo(_status_line(status))
+
+
+@pr_app.command("status")
+def pr_status(number: ChangeArg) -> None:
+    """Show one pull request: its head, state, checks and the Reviewer's latest verdict.
+
+    Example: kb pr status 12
+    """
+    from pipeline.forge.changes import status_of_change
+
+    status = status_of_change(open_repo(), number)
+    echo(_status_line(status))
+    for context, state in sorted(status.checks.states.items()):
+        echo(f"  {context}: {state}")
+
+
+def sync(no_index: NoIndexOpt = False) -> None:
+    """Fetch the default branch, move main to it (fast-forward only) and rebuild the index.
+
+    Example: kb sync
+    """
+    from pipeline.forge.changes import sync as run
+
+    result = run(open_repo(), build=not no_index)
+    repo = open_repo()
+    head = repo.head()
+    echo(f"main at {str(head.id)[:10] if head is not None else '(empty)'}")
+    if result is not None:
+        echo(f"index: {result.summary()}")
+
+
+@github_app.command("init")
+def github_init(
+    force: Annotated[bool, typer.Option("--force", help="Overwrite workflow files that differ.")] = False,
+) -> None:
+    """Write the GitHub Actions workflows (check, review, propose, index, consolidate) into .github/workflows/.
+
+    Example: kb github init
+    """
+    from pipeline.forge.workflows import write_workflows
+
+    repo = open_repo()
+    for path, action in write_workflows(repo.root, force=force):
+        echo(f"{action} {Path(path).relative_to(repo.root)}")

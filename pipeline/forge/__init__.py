@@ -1,0 +1,10 @@
+"""The forge layer (docs/github.md): where a work branch becomes a change that is reviewed and merged.
+
+- ``base``: the narrow, domain-level interface (``Forge``) and the data it speaks in;
+- ``local``: today's behaviour (branches, signed git notes, the local merge);
+- ``github``: pull requests on GitHub through ``githubkit``;
+- ``remote``: git push and fetch (the ``git`` binary), kept apart from the API;
+- ``changes``: the jobs behind ``kb pr open|review|merge|list|status`` and ``kb sync``;
+- ``body``: what a pull request says (evidence, pages, claims, gate) and its labels;
+- ``workflows``: the GitHub Actions workflows ``kb github init`` writes.
+"""

@@ -1,0 +1,144 @@
+"""The forge interface, owned by kb: the few things the change loop asks of a forge, in its words.
+
+A *change* is a work branch offered for merging: on GitHub a pull request, locally the branch
+itself. The interface says nothing about HTTP, git or GitHub's JSON; ``pipeline.forge.github``
+translates, ``pipeline.forge.local`` keeps today's behaviour. Git pushes and fetches are not
+here (``pipeline.forge.remote``): a forge is the review and merge authority, not the transport.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import pygit2
+
+from pipeline.approval import ApprovalAuthority
+
+ChangeState = Literal["open", "closed", "merged"]
+ReviewState = Literal["APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"]
+StatusState = Literal["success", "failure", "pending", "error"]
+KB_LABEL = "kb"
+
+
+@dataclass(frozen=True)
+class Change:
+    """A work branch offered for merging. ``number`` is the pull request's (0 on the local forge,
+    where the branch names the change)."""
+
+    number: int
+    branch: str
+    head: str  # the exact commit under review
+    base_branch: str
+    state: ChangeState
+    title: str = ""
+    body: str = ""
+    labels: tuple[str, ...] = ()
+    author: str = ""
+    url: str = ""
+    closed_by_person: bool = False  # closed without merging (not by kb)
+
+    @property
+    def ref(self) -> str:
+        return f"#{self.number}" if self.number else self.branch
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """Lines of the new side of one file that a diff shows (where a line comment may be anchored)."""
+
+    path: str
+    start: int
+    count: int
+
+    def holds(self, path: str, line: int) -> bool:
+        return path == self.path and self.start <= line < self.start + self.count
+
+
+@dataclass(frozen=True)
+class LineComment:
+    path: str
+    line: int
+    body: str
+
+
+@dataclass(frozen=True)
+class ForgeReview:
+    """A review as the forge keeps it: who, on which commit, what verdict, and its body."""
+
+    author: str
+    commit: str
+    state: ReviewState
+    body: str
+    submitted_at: str = ""
+
+
+@dataclass(frozen=True)
+class ReviewSubmission:
+    verdict: Literal["approve", "request_changes"]
+    body: str
+    comments: tuple[LineComment, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChecksState:
+    """The required checks on a commit: each context's state (missing ones are absent)."""
+
+    states: dict[str, str] = field(default_factory=dict)
+
+    def missing_or_failing(self, required: tuple[str, ...]) -> list[str]:
+        return [f"{name} ({self.states.get(name, 'missing')})" for name in required if self.states.get(name) != "success"]
+
+
+class Forge(Protocol):
+    """The narrow interface the change jobs use (``pipeline.forge.changes``)."""
+
+    kind: str
+
+    def authority(self) -> ApprovalAuthority:
+        """Who says a head may merge (the notes locally, the pull request's review on GitHub)."""
+        ...
+
+    def open_change(self, branch: str, title: str, body: str, labels: tuple[str, ...]) -> Change: ...
+
+    def update_change(self, change: Change, title: str, body: str, labels: tuple[str, ...]) -> Change: ...
+
+    def get_change(self, ref: str) -> Change:
+        """A change by its number (``12``, ``#12``) or, where the forge allows, its branch."""
+        ...
+
+    def find_changes(self, branch: str | None = None, state: Literal["open", "all"] = "open") -> list[Change]: ...
+
+    def diff_hunks(self, change: Change) -> list[Hunk]: ...
+
+    def submit_review(self, change: Change, review: ReviewSubmission) -> None: ...
+
+    def reviews(self, change: Change) -> list[ForgeReview]: ...
+
+    def set_status(self, commit: str, context: str, state: StatusState, description: str) -> None: ...
+
+    def checks(self, commit: str) -> ChecksState: ...
+
+    def set_labels(self, change: Change, labels: tuple[str, ...]) -> None: ...
+
+    def merge(self, change: Change, expected_head: str, title: str, message: str) -> str:
+        """Merge ``change`` only if its head is still ``expected_head``; the merge commit's id."""
+        ...
+
+
+def hunks_of(diff: pygit2.Diff) -> list[Hunk]:
+    """The new-side line ranges of a diff's hunks (context lines included, as GitHub counts them)."""
+    out = []
+    for patch in diff:
+        if patch is None or patch.delta.new_file.path is None:
+            continue
+        for hunk in patch.hunks:
+            if hunk.new_lines:
+                out.append(Hunk(patch.delta.new_file.path, hunk.new_start, hunk.new_lines))
+    return out
+
+
+def branch_diff_hunks(base: pygit2.Commit, head: pygit2.Commit) -> list[Hunk]:
+    from kb.repo import diff_trees
+
+    return hunks_of(diff_trees(base.tree, head.tree))

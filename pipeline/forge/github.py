@@ -1,0 +1,328 @@
+"""The GitHub forge: pull requests, reviews, commit statuses and merges through ``githubkit``.
+
+Two identities (docs/github.md): the Proposer's token opens and updates pull requests, sets
+statuses and merges; the Reviewer's token submits reviews (nobody may approve their own pull
+request). Tokens come from the environment variables the config names, read when first needed.
+
+Failures become one ``ForgeError`` line quoting GitHub's message and saying what to do; 5xx
+answers and rate limits are retried with backoff, honouring ``retry-after`` and
+``x-ratelimit-reset`` up to ``forge.max_wait_s`` (githubkit's retry hook, ``RetryPolicy``).
+Every answer is parsed into githubkit's typed models, so drift from GitHub's schema shows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from kb.config import Forge as ForgeConfig
+from kb.errors import ConfigError, ForgeError
+from pipeline.approval import ApprovalAuthority
+from pipeline.forge.authority import ForgeAuthority
+from pipeline.forge.base import Change, ChecksState, ForgeReview, Hunk, ReviewState, ReviewSubmission, StatusState
+
+if TYPE_CHECKING:
+    from githubkit import GitHub
+    from githubkit.exception import GitHubException
+    from githubkit.typing import RetryOption
+
+T = TypeVar("T")
+Role = Literal["proposer", "reviewer"]
+HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+HINTS = {
+    401: "the token in ${var} is not valid (expired, revoked or mistyped): set ${var} to a valid token",
+    403: "the token in ${var} may not do this: give it (or its GitHub App) the permissions docs/github.md lists",
+    404: "check forge.repository ({repository}) and forge.api_url in kb.config.yaml, and that the token in ${var} can see the repository",
+    405: "the repository's rules block the merge: the required checks and an approval of the head by the reviewer (kb pr status {ref})",
+    409: "the pull request's head moved after the review: run `kb pr review {ref}` on the new head, then merge",
+    422: "GitHub refused the request as invalid; the message says which rule",
+}
+
+
+class RetryPolicy:
+    """githubkit's retry decision: rate limits (waiting what GitHub asks, up to ``max_wait_s``) and
+    5xx answers (exponential backoff from ``base_delay_s``), ``max_retries`` times each."""
+
+    def __init__(self, max_retries: int, max_wait_s: float, base_delay_s: float = 1.0) -> None:
+        self.max_retries = max_retries
+        self.max_wait_s = max_wait_s
+        self.base_delay_s = base_delay_s
+
+    def __call__(self, exc: GitHubException, retry_count: int) -> RetryOption:
+        from githubkit.exception import RateLimitExceeded, RequestFailed, RequestTimeout
+        from githubkit.typing import RetryOption
+
+        if retry_count >= self.max_retries:
+            return RetryOption(False)
+        if isinstance(exc, RateLimitExceeded):
+            wait = exc.retry_after.total_seconds()
+            return RetryOption(True, exc.retry_after) if wait <= self.max_wait_s else RetryOption(False)
+        if (isinstance(exc, RequestFailed) and exc.response.status_code >= 500) or isinstance(exc, RequestTimeout):
+            return RetryOption(True, dt.timedelta(seconds=self.base_delay_s * 2**retry_count))
+        return RetryOption(False)
+
+
+class GitHubForge:
+    kind = "github"
+
+    def __init__(self, config: ForgeConfig, env: Mapping[str, str] | None = None, base_delay_s: float = 1.0) -> None:
+        assert config.repository is not None  # the config's validator requires it for kind github
+        self.config = config
+        self.owner, self.name = config.repository.split("/", 1)
+        self.env = os.environ if env is None else env
+        self.retry = RetryPolicy(config.max_retries, config.max_wait_s, base_delay_s)
+        self._clients: dict[Role, GitHub] = {}  # kept referenced: githubkit refuses a collected client
+
+    # ---- plumbing ------------------------------------------------------------------------
+
+    def token_var(self, role: Role) -> str:
+        return self.config.proposer_token_env if role == "proposer" else self.config.reviewer_token_env
+
+    def token(self, role: Role) -> str:
+        var = self.token_var(role)
+        token = self.env.get(var, "").strip()
+        if not token:
+            raise ForgeError(
+                f"no {role} token: the environment variable {var} is not set",
+                hint=f"export {var}=<token of the {role} identity> (docs/github.md); forge.{role}_token_env names the variable",
+            )
+        return token
+
+    def client(self, role: Role) -> GitHub:
+        if role not in self._clients:
+            from githubkit import GitHub
+
+            self._clients[role] = GitHub(
+                self.token(role),
+                base_url=self.config.api_url + "/",
+                timeout=self.config.timeout_s,
+                auto_retry=self.retry,
+                http_cache=False,
+                user_agent="kb-forge",
+            )
+        return self._clients[role]
+
+    def call(self, role: Role, what: str, fn: Callable[[GitHub], T], ref: str = "") -> T:
+        """Run one API call as ``role``; GitHub's refusals become one ForgeError line."""
+        from githubkit.exception import RequestError, RequestFailed
+
+        client = self.client(role)
+        try:
+            return fn(client)
+        except RequestFailed as exc:
+            status = exc.response.status_code
+            message = github_message(exc.response.raw_response.text)
+            var = self.token_var(role)
+            hint = HINTS.get(status, "see GitHub's message").format(var=var, repository=self.config.repository, ref=ref or "N")
+            if status in (403, 429) and "rate limit" in message.lower():
+                hint = f"GitHub's rate limit for the {role} token: wait until it resets (longer than forge.max_wait_s) and run again"
+            raise ForgeError(f"GitHub refused to {what} ({status}): {message}", hint=hint) from None
+        except RequestError as exc:
+            raise ForgeError(
+                f"cannot reach GitHub at {self.config.api_url} to {what}: {exc.exc}", hint="check forge.api_url and the network"
+            ) from None
+
+    # ---- the interface -------------------------------------------------------------------
+
+    def authority(self) -> ApprovalAuthority:
+        if not self.config.reviewer_login:
+            raise ConfigError(
+                "forge.reviewer_login is not set: kb cannot tell which approvals are the Reviewer's",
+                hint="set forge.reviewer_login to the reviewer identity's login (e.g. kb-reviewer[bot]) in kb.config.yaml",
+            )
+        return ForgeAuthority(self, self.config.reviewer_login)
+
+    def open_change(self, branch: str, title: str, body: str, labels: tuple[str, ...]) -> Change:
+        base = self.config.default_branch
+        pr = self.call(
+            "proposer",
+            f"open a pull request for {branch}",
+            lambda g: g.rest.pulls.create(self.owner, self.name, title=title, head=branch, base=base, body=body),
+        )
+        change = to_change(pr.parsed_data)
+        self.set_labels(change, labels)
+        return replace(change, labels=labels)
+
+    def update_change(self, change: Change, title: str, body: str, labels: tuple[str, ...]) -> Change:
+        pr = self.call(
+            "proposer",
+            f"update pull request {change.ref}",
+            lambda g: g.rest.pulls.update(self.owner, self.name, change.number, title=title, body=body),
+            change.ref,
+        )
+        self.set_labels(change, labels)
+        return replace(to_change(pr.parsed_data), labels=labels)
+
+    def get_change(self, ref: str) -> Change:
+        number = ref.removeprefix("#")
+        if not number.isdigit():
+            found = self.find_changes(ref, state="all")
+            if not found:
+                raise ForgeError(f"no pull request for branch {ref} in {self.config.repository}", hint="open one with `kb pr open BRANCH`")
+            return found[0]
+        pr = self.call(
+            "proposer", f"read pull request #{number}", lambda g: g.rest.pulls.get(self.owner, self.name, int(number)), f"#{number}"
+        )
+        return to_change(pr.parsed_data)
+
+    def find_changes(self, branch: str | None = None, state: Literal["open", "all"] = "open") -> list[Change]:
+        head = f"{self.owner}:{branch}" if branch else None
+
+        def listing(g: GitHub) -> list[Change]:
+            pages = g.rest.paginate(g.rest.pulls.list, owner=self.owner, repo=self.name, state=state, head=head, per_page=100)
+            return [to_change(pr) for pr in pages]
+
+        changes = self.call("proposer", "list pull requests", listing)
+        return [c for c in changes if branch is None or c.branch == branch]  # newest first, as GitHub lists them
+
+    def diff_hunks(self, change: Change) -> list[Hunk]:
+        def files(g: GitHub) -> list[Hunk]:
+            out: list[Hunk] = []
+            entries: Any = g.rest.paginate(
+                g.rest.pulls.list_files, owner=self.owner, repo=self.name, pull_number=change.number, per_page=100
+            )
+            for entry in entries:
+                out.extend(patch_hunks(entry.filename, entry.patch or ""))
+            return out
+
+        return self.call("proposer", f"list the files of {change.ref}", files, change.ref)
+
+    def submit_review(self, change: Change, review: ReviewSubmission) -> None:
+        event: Literal["APPROVE", "REQUEST_CHANGES"] = "APPROVE" if review.verdict == "approve" else "REQUEST_CHANGES"
+        comments: Any = [{"path": c.path, "line": c.line, "side": "RIGHT", "body": c.body} for c in review.comments]
+
+        def submit(g: GitHub) -> object:
+            pulls = g.rest.pulls
+            if comments:
+                return pulls.create_review(
+                    self.owner, self.name, change.number, commit_id=change.head, body=review.body, event=event, comments=comments
+                ).parsed_data
+            return pulls.create_review(
+                self.owner, self.name, change.number, commit_id=change.head, body=review.body, event=event
+            ).parsed_data
+
+        self.call("reviewer", f"submit a review on {change.ref}", submit, change.ref)
+
+    def reviews(self, change: Change) -> list[ForgeReview]:
+        def listing(g: GitHub) -> list[ForgeReview]:
+            pages: Any = g.rest.paginate(
+                g.rest.pulls.list_reviews, owner=self.owner, repo=self.name, pull_number=change.number, per_page=100
+            )
+            return [
+                ForgeReview(
+                    author=r.user.login if r.user else "",
+                    commit=r.commit_id or "",
+                    state=review_state(r.state),
+                    body=r.body,
+                    submitted_at=r.submitted_at.isoformat() if r.submitted_at else "",
+                )
+                for r in pages
+            ]
+
+        return self.call("proposer", f"list the reviews of {change.ref}", listing, change.ref)
+
+    def set_status(self, commit: str, context: str, state: StatusState, description: str) -> None:
+        self.call(
+            "proposer",
+            f"set status {context} on {commit[:10]}",
+            lambda g: (
+                g.rest.repos.create_commit_status(
+                    self.owner, self.name, commit, state=state, context=context, description=description[:140]
+                ).parsed_data
+            ),
+        )
+
+    def checks(self, commit: str) -> ChecksState:
+        def read(g: GitHub) -> ChecksState:
+            states: dict[str, str] = {}
+            combined = g.rest.repos.get_combined_status_for_ref(self.owner, self.name, commit, per_page=100).parsed_data
+            for status in combined.statuses:
+                states.setdefault(status.context, status.state)  # newest first
+            runs = g.rest.checks.list_for_ref(self.owner, self.name, commit, per_page=100).parsed_data
+            for run in runs.check_runs:
+                states.setdefault(run.name, run.conclusion or run.status)
+            return ChecksState(states)
+
+        return self.call("proposer", f"read the checks of {commit[:10]}", read)
+
+    def set_labels(self, change: Change, labels: tuple[str, ...]) -> None:
+        data = {"labels": list(labels)}
+        self.call(
+            "proposer",
+            f"label {change.ref}",
+            lambda g: g.rest.issues.set_labels(self.owner, self.name, change.number, data=data).parsed_data,
+            change.ref,
+        )
+
+    def merge(self, change: Change, expected_head: str, title: str, message: str) -> str:
+        result = self.call(
+            "proposer",
+            f"merge {change.ref}",
+            lambda g: (
+                g.rest.pulls.merge(
+                    self.owner,
+                    self.name,
+                    change.number,
+                    sha=expected_head,
+                    commit_title=title,
+                    commit_message=message,
+                    merge_method="merge",
+                ).parsed_data
+            ),
+            change.ref,
+        )
+        return result.sha
+
+
+def github_message(text: str) -> str:
+    """GitHub's error message, with the details of its ``errors`` list (one line)."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text.strip().splitlines()[0][:300] if text.strip() else "no message"
+    if not isinstance(data, dict):
+        return str(data)[:300]
+    message = str(data.get("message", "no message"))
+    details = []
+    for error in data.get("errors") or []:
+        details.append(str(error.get("message") or error.get("code") or error) if isinstance(error, dict) else str(error))
+    return (message + (f" ({'; '.join(details)})" if details else "")).replace("\n", " ")[:500]
+
+
+def review_state(state: str) -> ReviewState:
+    known: dict[str, ReviewState] = {
+        "APPROVED": "APPROVED",
+        "CHANGES_REQUESTED": "CHANGES_REQUESTED",
+        "DISMISSED": "DISMISSED",
+        "PENDING": "PENDING",
+    }
+    return known.get(state, "COMMENTED")
+
+
+def patch_hunks(path: str, patch: str) -> list[Hunk]:
+    return [Hunk(path, int(m.group(1)), int(m.group(2) or 1)) for m in HUNK_RE.finditer(patch) if (m.group(2) or "1") != "0"]
+
+
+def to_change(pr: Any) -> Change:
+    """A pull request (githubkit's PullRequest or PullRequestSimple) in the forge's words."""
+    state: Literal["open", "closed", "merged"] = "merged" if pr.merged_at else "open" if pr.state == "open" else "closed"
+    return Change(
+        number=pr.number,
+        branch=pr.head.ref,
+        head=pr.head.sha,
+        base_branch=pr.base.ref,
+        state=state,
+        title=pr.title,
+        body=pr.body or "",
+        labels=tuple(label.name for label in pr.labels),
+        author=pr.user.login if pr.user else "",
+        url=pr.html_url,
+        closed_by_person=state == "closed",
+    )

@@ -1,0 +1,560 @@
+"""A TEST DOUBLE of GitHub, owned by this project. It is not GitHub and not a GitHub emulator:
+it serves, on loopback only, the subset of the REST API that ``pipeline.forge.github`` uses, and
+real git smart-HTTP (``git http-backend`` as CGI) for pushes and fetches of one bare repository.
+
+It enforces the GitHub rules the forge layer must cope with, with GitHub's status codes and
+messages (docs/github.md, "The test double"):
+
+- a review comment outside a diff hunk of its file (RIGHT side) rejects the whole review (422);
+- nobody may approve their own pull request (422); request-changes needs a body (422);
+- merging needs an approval of the current head by someone else and every required status
+  ``success`` (405), the ``sha`` given must be the head (409);
+- opening a pull request with no commits between base and head, or a second one for the same
+  head, is refused (422); an unknown token is 401, a read-only one 403 on writes, an unknown
+  repository 404.
+
+Its answers are shaped as GitHub's (the fields githubkit's typed models require), so the typed
+parsing in the forge checks them. ``fail_next`` queues raw answers (a 5xx, a rate limit) for
+the next API calls; ``calls`` counts API calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pygit2
+
+REPO_URLS = (
+    "html_url url archive_url assignees_url blobs_url branches_url collaborators_url comments_url commits_url compare_url "
+    "contents_url contributors_url deployments_url downloads_url events_url forks_url git_commits_url git_refs_url git_tags_url "
+    "git_url issue_comment_url issue_events_url issues_url keys_url labels_url languages_url merges_url milestones_url "
+    "notifications_url pulls_url releases_url ssh_url stargazers_url statuses_url subscribers_url subscription_url tags_url "
+    "teams_url trees_url clone_url mirror_url hooks_url svn_url"
+).split()
+USER_URLS = (
+    "avatar_url url html_url followers_url following_url gists_url starred_url subscriptions_url organizations_url repos_url "
+    "events_url received_events_url"
+).split()
+PR_URLS = "url html_url diff_url patch_url issue_url commits_url review_comments_url review_comment_url comments_url statuses_url".split()
+NOW = "2025-06-18T12:00:00Z"
+
+
+@dataclass
+class Pull:
+    number: int
+    title: str
+    body: str
+    head: str
+    base: str
+    author: str
+    head_sha: str
+    state: str = "open"
+    merged: bool = False
+    merge_sha: str | None = None
+    labels: list[str] = field(default_factory=list)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class GitHubDouble:
+    """A loopback TEST DOUBLE of GitHub's REST subset plus git smart-HTTP (see the module docstring)."""
+
+    def __init__(self, root: Path, owner: str = "acme", name: str = "kb", required_contexts: tuple[str, ...] = ("kb/gate",)) -> None:
+        self.root = root
+        self.owner, self.name = owner, name
+        self.bare_path = root / owner / f"{name}.git"
+        self.bare = pygit2.init_repository(str(self.bare_path), bare=True, initial_head="main")
+        self.bare.config["http.receivepack"] = "true"
+        self.tokens: dict[str, tuple[str, str]] = {}  # token -> (login, write | read)
+        self.required_contexts = required_contexts
+        self.pulls: dict[int, Pull] = {}
+        self.statuses: dict[str, list[dict[str, Any]]] = {}
+        self.fail_next: list[Answer] = []
+        self.calls: list[str] = []
+        self._ids = iter(range(1000, 10**9))
+        self._lock = threading.RLock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/api/v3"
+
+    @property
+    def git_url(self) -> str:
+        return f"{self.base_url}/git/{self.owner}/{self.name}.git"
+
+    def add_token(self, token: str, login: str, access: str = "write") -> None:
+        self.tokens[token] = (login, access)
+
+    def start(self) -> GitHubDouble:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ---- what a person does on github.com ------------------------------------------------
+
+    def close(self, number: int) -> None:
+        self.pulls[number].state = "closed"
+
+    def branch_sha(self, branch: str) -> str | None:
+        ref = self.bare.references.get(f"refs/heads/{branch}")
+        return str(ref.peel().id) if ref is not None else None
+
+    # ---- JSON shaped as GitHub's ---------------------------------------------------------
+
+    def _user(self, login: str) -> dict[str, Any]:
+        user = {k: f"{self.base_url}/users/{login}/{k}" for k in USER_URLS}
+        return user | {
+            "login": login,
+            "id": abs(hash(login)) % 10**6,
+            "node_id": f"U_{login}",
+            "gravatar_id": "",
+            "type": "User",
+            "site_admin": False,
+        }
+
+    def _repo(self) -> dict[str, Any]:
+        full = f"{self.owner}/{self.name}"
+        repo: dict[str, Any] = {k: f"{self.api_url}/repos/{full}/{k}" for k in REPO_URLS}
+        repo |= {"mirror_url": None, "clone_url": self.git_url}
+        counts = dict.fromkeys(
+            ("forks", "forks_count", "stargazers_count", "watchers_count", "size", "open_issues_count", "open_issues", "watchers"), 0
+        )
+        return (
+            repo
+            | counts
+            | {
+                "id": 1,
+                "node_id": "R_1",
+                "name": self.name,
+                "full_name": full,
+                "license": None,
+                "owner": self._user(self.owner),
+                "private": True,
+                "description": None,
+                "fork": False,
+                "homepage": None,
+                "language": None,
+                "default_branch": "main",
+                "has_pages": False,
+                "disabled": False,
+                "pushed_at": NOW,
+                "created_at": NOW,
+                "updated_at": NOW,
+            }
+        )
+
+    def _label(self, name: str) -> dict[str, Any]:
+        return {
+            "id": abs(hash(name)) % 10**6,
+            "node_id": f"L_{name}",
+            "url": f"{self.api_url}/labels/{name}",
+            "name": name,
+            "description": None,
+            "color": "ededed",
+            "default": False,
+            "archived_at": None,
+            "archived_by": None,
+        }
+
+    def _pull(self, pull: Pull) -> dict[str, Any]:
+        url = f"{self.api_url}/repos/{self.owner}/{self.name}/pulls/{pull.number}"
+        data: dict[str, Any] = {k: f"{url}/{k}" for k in PR_URLS}
+        ref = {"comments", "commits", "statuses", "html", "issue", "review_comments", "review_comment", "self"}
+        side = {"repo": self._repo(), "user": self._user(self.owner)}
+        base_sha = self.branch_sha(pull.base) or ""
+        return data | {
+            "html_url": f"{self.base_url}/{self.owner}/{self.name}/pull/{pull.number}",
+            "id": pull.number + 5000,
+            "node_id": f"PR_{pull.number}",
+            "number": pull.number,
+            "state": "closed" if pull.merged else pull.state,
+            "locked": False,
+            "title": pull.title,
+            "user": self._user(pull.author),
+            "body": pull.body,
+            "labels": [self._label(name) for name in pull.labels],
+            "milestone": None,
+            "created_at": NOW,
+            "updated_at": NOW,
+            "closed_at": None if pull.state == "open" else NOW,
+            "merged_at": NOW if pull.merged else None,
+            "head": side | {"label": f"{self.owner}:{pull.head}", "ref": pull.head, "sha": pull.head_sha},
+            "base": side | {"label": f"{self.owner}:{pull.base}", "ref": pull.base, "sha": base_sha},
+            "_links": {name: {"href": f"{url}/{name}"} for name in ref},
+            "author_association": "CONTRIBUTOR",
+            "auto_merge": None,
+            "merged": pull.merged,
+            "mergeable": None,
+            "mergeable_state": "unknown",
+            "merged_by": None,
+            "merge_commit_sha": pull.merge_sha,
+            "comments": 0,
+            "review_comments": sum(len(r["_comments"]) for r in pull.reviews),
+            "maintainer_can_modify": False,
+            "commits": 1,
+            "additions": 0,
+            "deletions": 0,
+            "changed_files": 0,
+        }
+
+    def _review(self, pull: Pull, review: dict[str, Any]) -> dict[str, Any]:
+        url = f"{self.api_url}/repos/{self.owner}/{self.name}/pulls/{pull.number}"
+        return {k: v for k, v in review.items() if not k.startswith("_")} | {
+            "user": self._user(review["_login"]),
+            "html_url": f"{url}#review-{review['id']}",
+            "pull_request_url": url,
+            "_links": {"html": {"href": f"{url}#review-{review['id']}"}, "pull_request": {"href": url}},
+            "author_association": "CONTRIBUTOR",
+        }
+
+    # ---- diffs ---------------------------------------------------------------------------
+
+    def _diff(self, pull: Pull) -> pygit2.Diff:
+        head = self.bare[pull.head_sha].peel(pygit2.Commit)
+        base_tip = self.bare.references[f"refs/heads/{pull.base}"].peel(pygit2.Commit)
+        merge_base = self.bare.merge_base(base_tip.id, head.id) or base_tip.id
+        return self.bare[merge_base].peel(pygit2.Commit).tree.diff_to_tree(head.tree, context_lines=3, interhunk_lines=0)
+
+    def _files(self, pull: Pull) -> list[dict[str, Any]]:
+        out = []
+        statuses = {"A": "added", "D": "removed", "M": "modified", "R": "renamed"}
+        for patch in self._diff(pull):
+            if patch is None:
+                continue
+            delta = patch.delta
+            text = patch.text or ""
+            hunk_at = text.find("\n@@")
+            _, adds, dels = patch.line_stats
+            out.append(
+                {
+                    "sha": str(delta.new_file.id),
+                    "filename": delta.new_file.path,
+                    "status": statuses.get(delta.status_char(), "modified"),
+                    "additions": adds,
+                    "deletions": dels,
+                    "changes": adds + dels,
+                    "blob_url": f"{self.base_url}/blob/{delta.new_file.path}",
+                    "raw_url": f"{self.base_url}/raw/{delta.new_file.path}",
+                    "contents_url": f"{self.api_url}/contents/{delta.new_file.path}",
+                    "patch": text[hunk_at + 1 :] if hunk_at >= 0 else "",
+                }
+            )
+        return out
+
+    def _in_hunk(self, pull: Pull, path: str, line: int) -> bool:
+        for patch in self._diff(pull):
+            if patch is not None and patch.delta.new_file.path == path:
+                return any(h.new_start <= line < h.new_start + h.new_lines for h in patch.hunks)
+        return False
+
+    # ---- the API -------------------------------------------------------------------------
+
+    def api(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], token: str | None) -> Answer:
+        with self._lock:
+            self.calls.append(f"{method} {path}")
+            if self.fail_next:
+                return self.fail_next.pop(0)
+            if token not in self.tokens:
+                return Answer(401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+            login, access = self.tokens[token]
+            prefix = f"/repos/{self.owner}/{self.name}"
+            if not path.startswith(prefix + "/"):
+                return Answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+            if method != "GET" and access != "write":
+                return Answer(403, {"message": "Resource not accessible by personal access token"})
+            return self._route(method, path.removeprefix(prefix), query, body, login)
+
+    def _route(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], login: str) -> Answer:
+        m = re.fullmatch(r"/pulls/(\d+)(/files|/reviews|/merge)?", path)
+        if m:
+            pull = self.pulls.get(int(m.group(1)))
+            if pull is None:
+                return Answer(404, {"message": "Not Found"})
+            if pull.state == "open" and not pull.merged:
+                pull.head_sha = self.branch_sha(pull.head) or pull.head_sha  # a push moves the head
+            return self._pull_route(method, m.group(2) or "", pull, body, login)
+        if path == "/pulls" and method == "GET":
+            state = query.get("state", ["open"])[0]
+            head = query.get("head", [""])[0].split(":", 1)[-1]
+            pulls = [
+                p
+                for n, p in sorted(self.pulls.items(), reverse=True)
+                if (state == "all" or (p.state == "open" and not p.merged)) and (not head or p.head == head)
+            ]
+            page, per_page = int(query.get("page", ["1"])[0]), int(query.get("per_page", ["30"])[0])
+            chosen = pulls[(page - 1) * per_page : page * per_page]
+            return Answer(200, [self._pull(p) for p in chosen])
+        if path == "/pulls" and method == "POST":
+            return self._open(body, login)
+        m = re.fullmatch(r"/statuses/([0-9a-f]{40})", path)
+        if m and method == "POST":
+            status = {"id": next(self._ids), "node_id": "S", "state": body["state"], "context": body.get("context", "default")}
+            status |= {
+                "description": body.get("description"),
+                "target_url": None,
+                "avatar_url": None,
+                "url": f"{self.api_url}/statuses/{m.group(1)}",
+            }
+            status |= {"created_at": NOW, "updated_at": NOW, "creator": self._user(login)}
+            self.statuses.setdefault(m.group(1), []).insert(0, status)
+            return Answer(201, status)
+        m = re.fullmatch(r"/commits/([0-9a-f]{40})/(status|check-runs)", path)
+        if m and method == "GET":
+            if m.group(2) == "check-runs":
+                return Answer(200, {"total_count": 0, "check_runs": []})
+            statuses = self.statuses.get(m.group(1), [])
+            latest = {s["context"]: s["state"] for s in reversed(statuses)}
+            state = (
+                "success"
+                if latest and all(v == "success" for v in latest.values())
+                else "failure"
+                if "failure" in latest.values()
+                else "pending"
+            )
+            return Answer(
+                200,
+                {
+                    "state": state,
+                    "statuses": [{k: v for k, v in s.items() if k != "creator"} for s in statuses],
+                    "sha": m.group(1),
+                    "total_count": len(statuses),
+                    "repository": self._repo(),
+                    "commit_url": "u",
+                    "url": "u",
+                },
+            )
+        m = re.fullmatch(r"/issues/(\d+)/labels", path)
+        if m and method == "PUT" and int(m.group(1)) in self.pulls:
+            self.pulls[int(m.group(1))].labels = list(body.get("labels", []))
+            return Answer(200, [self._label(n) for n in self.pulls[int(m.group(1))].labels])
+        return Answer(404, {"message": "Not Found"})
+
+    def _open(self, body: dict[str, Any], login: str) -> Answer:
+        head, base = body.get("head", ""), body.get("base", "")
+        head_sha, base_sha = self.branch_sha(head), self.branch_sha(base)
+        if head_sha is None or base_sha is None:
+            return Answer(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [{"resource": "PullRequest", "field": "head" if head_sha is None else "base", "code": "invalid"}],
+                },
+            )
+        if any(p.head == head and p.state == "open" and not p.merged for p in self.pulls.values()):
+            return Answer(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [
+                        {"resource": "PullRequest", "code": "custom", "message": f"A pull request already exists for {self.owner}:{head}."}
+                    ],
+                },
+            )
+        if head_sha == base_sha or self.bare.descendant_of(base_sha, head_sha):
+            return Answer(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [{"resource": "PullRequest", "code": "custom", "message": f"No commits between {base} and {head}"}],
+                },
+            )
+        pull = Pull(len(self.pulls) + 1, body.get("title", ""), body.get("body") or "", head, base, login, head_sha)
+        self.pulls[pull.number] = pull
+        return Answer(201, self._pull(pull))
+
+    def _pull_route(self, method: str, tail: str, pull: Pull, body: dict[str, Any], login: str) -> Answer:
+        if tail == "" and method == "GET":
+            return Answer(200, self._pull(pull))
+        if tail == "" and method == "PATCH":
+            pull.title = body.get("title", pull.title)
+            pull.body = body.get("body", pull.body)
+            pull.state = body.get("state", pull.state)
+            return Answer(200, self._pull(pull))
+        if tail == "/files":
+            return Answer(200, self._files(pull))
+        if tail == "/reviews" and method == "GET":
+            return Answer(200, [self._review(pull, r) for r in pull.reviews])
+        if tail == "/reviews" and method == "POST":
+            return self._submit_review(pull, body, login)
+        if tail == "/merge" and method == "PUT":
+            return self._merge(pull, body, login)
+        return Answer(404, {"message": "Not Found"})
+
+    def _submit_review(self, pull: Pull, body: dict[str, Any], login: str) -> Answer:
+        event = body.get("event", "COMMENT")
+        unprocessable = "Unprocessable Entity"
+        if event == "APPROVE" and login == pull.author:
+            return Answer(422, {"message": unprocessable, "errors": ["Review Can not approve your own pull request"]})
+        if event == "REQUEST_CHANGES" and not (body.get("body") or "").strip():
+            return Answer(422, {"message": unprocessable, "errors": ["Review Body is required when using REQUEST_CHANGES"]})
+        for comment in body.get("comments", []):
+            if comment.get("side", "RIGHT") != "RIGHT" or not self._in_hunk(pull, comment["path"], int(comment["line"])):
+                return Answer(422, {"message": unprocessable, "errors": ["Pull request review thread line must be part of the diff"]})
+        state = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}.get(event, "COMMENTED")
+        review = {
+            "id": next(self._ids),
+            "node_id": "PRR",
+            "body": body.get("body") or "",
+            "state": state,
+            "commit_id": body.get("commit_id") or pull.head_sha,
+            "submitted_at": NOW,
+            "_login": login,
+            "_comments": list(body.get("comments", [])),
+        }
+        pull.reviews.append(review)
+        return Answer(200, self._review(pull, review))
+
+    def _merge(self, pull: Pull, body: dict[str, Any], login: str) -> Answer:
+        del login
+        if pull.merged or pull.state != "open":
+            return Answer(405, {"message": "Pull Request is not mergeable"})
+        if body.get("sha") and body["sha"] != pull.head_sha:
+            return Answer(409, {"message": "Head branch was modified. Review and try the merge again."})
+        latest: dict[str, dict[str, Any]] = {}
+        for review in pull.reviews:
+            if review["state"] in ("APPROVED", "CHANGES_REQUESTED"):
+                latest[review["_login"]] = review
+        blocking = [r for r in latest.values() if r["state"] == "CHANGES_REQUESTED"]
+        approved = [
+            r for r in latest.values() if r["state"] == "APPROVED" and r["commit_id"] == pull.head_sha and r["_login"] != pull.author
+        ]
+        if blocking or not approved:
+            return Answer(405, {"message": "At least 1 approving review is required by reviewers with write access."})
+        states = {s["context"]: s["state"] for s in reversed(self.statuses.get(pull.head_sha, []))}
+        for context in self.required_contexts:
+            if states.get(context) != "success":
+                return Answer(405, {"message": f'Required status check "{context}" is expected.'})
+        base_tip = self.bare.references[f"refs/heads/{pull.base}"].peel(pygit2.Commit)
+        head = self.bare[pull.head_sha].peel(pygit2.Commit)
+        index = self.bare.merge_commits(base_tip, head)
+        if index.conflicts:
+            return Answer(405, {"message": "Pull Request is not mergeable"})
+        sig = pygit2.Signature("GitHub", "noreply@github.com")
+        message = body.get("commit_title") or f"Merge pull request #{pull.number}"
+        if body.get("commit_message"):
+            message += "\n\n" + body["commit_message"]
+        tree = index.write_tree(self.bare)
+        commit = self.bare.create_commit(f"refs/heads/{pull.base}", sig, sig, message.rstrip() + "\n", tree, [base_tip.id, head.id])
+        pull.merged, pull.state, pull.merge_sha = True, "closed", str(commit)
+        return Answer(200, {"sha": str(commit), "merged": True, "message": "Pull Request successfully merged"})
+
+    # ---- HTTP ----------------------------------------------------------------------------
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:  # noqa: C901 (one request handler class, its methods inside)
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                del format, args
+
+            def _body(self) -> bytes:
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    data = b""
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        if size == 0:
+                            self.rfile.readline()
+                            return data
+                        data += self.rfile.read(size)
+                        self.rfile.readline()
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _token(self) -> str | None:
+                auth = self.headers.get("Authorization", "")
+                if auth.lower().startswith(("token ", "bearer ")):
+                    return auth.split(" ", 1)[1]
+                if auth.lower().startswith("basic "):
+                    return base64.b64decode(auth.split(" ", 1)[1]).decode().partition(":")[2]
+                return None
+
+            def _serve(self) -> None:
+                url = urlsplit(self.path)
+                data = self._body()
+                if url.path.startswith("/git/"):
+                    self._git(url.path.removeprefix("/git"), url.query, data)
+                    return
+                if not url.path.startswith("/api/v3/"):
+                    self._send(404, {}, b"")
+                    return
+                payload = json.loads(data) if data else {}
+                answer = double.api(self.command, url.path.removeprefix("/api/v3"), parse_qs(url.query), payload, self._token())
+                headers = {"Content-Type": "application/json; charset=utf-8"} | answer.headers
+                self._send(answer.status, headers, json.dumps(answer.body).encode())
+
+            def _git(self, path: str, query: str, data: bytes) -> None:
+                if self._token() not in double.tokens:
+                    self._send(401, {"WWW-Authenticate": 'Basic realm="GitHub"'}, b"")
+                    return
+                env = {
+                    "GIT_PROJECT_ROOT": str(double.root),
+                    "GIT_HTTP_EXPORT_ALL": "1",
+                    "PATH_INFO": path,
+                    "QUERY_STRING": query,
+                    "REQUEST_METHOD": self.command,
+                    "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                    "CONTENT_LENGTH": str(len(data)),
+                    "REMOTE_USER": double.tokens[self._token() or ""][0],
+                    "REMOTE_ADDR": "127.0.0.1",
+                    "GIT_CONFIG_NOSYSTEM": "1",
+                    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                }
+                if self.headers.get("Content-Encoding"):
+                    env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+                if self.headers.get("Git-Protocol"):
+                    env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+                git = shutil.which("git") or "git"
+                done = subprocess.run([git, "http-backend"], input=data, env=env, capture_output=True, check=False, timeout=120)
+                head, _, rest = done.stdout.partition(b"\r\n\r\n")
+                if not _:
+                    head, _, rest = done.stdout.partition(b"\n\n")
+                status, headers = 200, {}
+                for line in head.decode("latin-1").splitlines():
+                    key, _, value = line.partition(":")
+                    if key.lower() == "status":
+                        status = int(value.split()[0])
+                    elif key:
+                        headers[key] = value.strip()
+                self._send(status, headers, rest)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+        return Handler

@@ -1,0 +1,89 @@
+"""The workflows `kb github init` writes (parsed: triggers, permissions, pins, no event text in
+scripts), the `forge:` config's validation, and the same jobs on the local forge."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kb.config import parse_config
+from kb.errors import ConfigError
+from kb.repo import Repo
+from pipeline.forge.changes import list_changes, merge_change, open_change, review_change
+from pipeline.forge.local import LocalForge
+from pipeline.forge.workflows import WORKFLOWS
+from pipeline.propose import propose
+from pipeline.records import parse_trailers
+from tests.conftest import CliResult
+
+Cli = Callable[..., CliResult]
+
+
+def _load(root: Path, name: str) -> dict[str, Any]:
+    data = yaml.safe_load((root / ".github" / "workflows" / name).read_text(encoding="utf-8"))
+    data["on"] = data.pop(True)  # PyYAML reads the key `on:` as True
+    return data
+
+
+def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[Repo, dict[str, str]], cli: Cli) -> None:
+    repo, _ = sample_repo
+    result = cli("github", "init", cwd=repo.root)
+    assert result.code == 0 and result.out.count("wrote .github/workflows/") == len(WORKFLOWS)
+    check, review = _load(repo.root, "kb-check.yml"), _load(repo.root, "kb-review.yml")
+    assert set(check["on"]) == {"pull_request", "merge_group"}
+    assert "if" not in check["jobs"]["kb-check"]  # a skipped required check would report success
+    assert review["jobs"]["review"]["if"] == "startsWith(github.head_ref, 'kb/')"
+    assert "workflow_dispatch" in _load(repo.root, "kb-propose.yml")["on"]
+    assert _load(repo.root, "kb-propose.yml")["on"]["push"]["paths"] == ["evidence/**"]
+    consolidate = _load(repo.root, "kb-consolidate.yml")["on"]
+    assert "schedule" in consolidate and "workflow_dispatch" in consolidate
+    assert _load(repo.root, "kb-index.yml")["on"]["push"]["branches"] == ["main"]
+    for name in WORKFLOWS:
+        data = _load(repo.root, name)
+        assert data["permissions"] == {} and "group" in data["concurrency"]
+        for job in data["jobs"].values():
+            assert job["permissions"] == {"contents": "read"}
+            for step in job["steps"]:
+                if "uses" in step:
+                    assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
+                assert "github.event" not in step.get("run", "")
+    again = cli("github", "init")
+    assert again.code == 0 and again.out.count("unchanged") == len(WORKFLOWS)
+    (repo.root / ".github/workflows/kb-check.yml").write_text("name: mine\n")
+    assert cli("github", "init").code == 8
+    assert (repo.root / ".github/workflows/kb-check.yml").read_text() == "name: mine\n"
+
+
+@pytest.mark.parametrize(
+    ("forge", "message"),
+    [
+        ("{kind: github}", "kind github needs `repository: owner/name`"),
+        ("{kind: github, repository: acme}", "expected owner/name"),
+        ("{kind: github, repository: a/b, proposer_token_env: ghp_secret123}", "tokens never go in the config"),
+        ("{kind: gitlab}", "forge.kind"),
+        ("{token: x}", "unknown key `forge.token`"),
+    ],
+)
+def test_the_forge_config_is_validated(forge: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)) as caught:
+        parse_config(f"version: 1\nforge: {forge}\n")
+    assert "ghp_secret123" not in caught.value.message
+
+
+def test_the_local_forge_runs_the_same_jobs_with_notes_and_a_local_merge(sample_repo: tuple[Repo, dict[str, str]]) -> None:
+    repo, _ = sample_repo
+    branch = propose(repo).branch
+    forge = LocalForge(repo)
+    opened = open_change(repo, branch, forge)
+    assert opened.change.branch == branch and opened.gate_ok and forge.checks(opened.change.head).states == {"kb/gate": "success"}
+    assert [s.change.branch for s in list_changes(repo, forge)] == [branch]
+    assert review_change(repo, branch, forge).review.verdict == "approve"
+    merged = merge_change(repo, branch, forge, build_index=False)
+    head = Repo(repo.root).head()
+    assert str(head.id) == merged.commit and parse_trailers(head.message)["Kb-Head"] == opened.change.head
+    assert branch not in Repo(repo.root).git.branches.local
