@@ -93,5 +93,5 @@ def test_the_pull_request_loop_from_evidence_to_search(github: ForgeSetup, cli: 
 
     assert cli("sync").code == 0
     found = cli("search", "travel desk 14 days", "--as", "system")
-    assert found.code == 0 and "[page] knowledge/company-travel-policy#" in found.out
+    assert found.code == 0 and "[page] knowledge/travel-policy ›" in found.out
     assert cli("pr", "list").out.strip() == "no open kb pull requests"
