@@ -1,7 +1,7 @@
 """Consolidation benchmark (issue 15): one cycle over user memory built from LoCoMo conversations.
 
 Usage: python bench/consolidate_locomo.py [--locomo ../shared/data/locomo/locomo-dev.json]
-       [--conversations 2] [--k 10] [--json]
+       [--conversations 1] [--k 10] [--json]
 
 The memory is built once, as ``kb eval memory`` builds it (``pipeline.eval.memory``: each
 conversation ingested for both speakers through the reviewed loop, the configured agents: the
@@ -141,7 +141,7 @@ def lines(out: dict[str, Any], ks: list[int]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--locomo", type=Path, default=Path("../shared/data/locomo/locomo-dev.json"))
-    parser.add_argument("--conversations", type=int, default=2, help="first N conversations (0: all)")
+    parser.add_argument("--conversations", type=int, default=1, help="first N conversations (0: all)")
     parser.add_argument("--k", default="10", help="comma-separated cut-offs")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
