@@ -8,7 +8,7 @@ DATA ?= ../shared/data
 
 PREFIX ?= $(HOME)/.local
 
-.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-memory bench-retrieval bench-embed bench-docs clean
+.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-memory bench-consolidate bench-retrieval bench-embed bench-docs clean
 
 setup: $(VENV)/.installed
 
@@ -53,6 +53,10 @@ bench-loop: setup
 
 bench-memory: setup
 	$(BIN)/kb eval memory --locomo $(DATA)/locomo/locomo-dev.json --cases $(DATA)/memory-cases --variant all --k 5,10
+
+# One consolidation cycle over LoCoMo user memory (offline agents): pages, claims, recall@10 before/after.
+bench-consolidate: setup
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/consolidate_locomo.py --locomo $(DATA)/locomo/locomo-dev.json --conversations 1
 
 bench-retrieval: setup
 	$(BIN)/kb eval retrieval --corpus $(DATA)/scifact/corpus.jsonl --queries $(DATA)/scifact/queries.jsonl --qrels $(DATA)/scifact/qrels/dev.tsv --mode all --k 10,100

@@ -66,6 +66,9 @@ def consolidate(
             for found in batch["found"]:
                 echo(f"    [{found['kind']}] {found['path']}: {found['detail']}")
         return
+    if report.status == "nothing-to-do":
+        echo(f"nothing new since cycle {report.cycle} (complete, coverage {report.percent:g}%): no new cycle started")
+        return
     echo(f"cycle {report.cycle}: {report.status}, coverage {report.percent:g}% ({report.covered}/{report.total})")
     echo(f"{len(report.batches_done)} batch(es) done, {len(report.merged)} branch(es) merged, {len(report.needs_human)} left for a person")
     for branch in report.needs_human:

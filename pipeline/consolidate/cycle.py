@@ -38,7 +38,7 @@ from pipeline.consolidate.jobs import (
     rewrite_l0,
 )
 from pipeline.consolidate.proposer import CONSOLIDATION_PROPOSER, ConsolidationProposer
-from pipeline.consolidate.record import Cycle, all_cycles, commit_record, coverage, current_cycle
+from pipeline.consolidate.record import RECORD_DIR, REPLAY_FILE, Cycle, all_cycles, commit_record, coverage, current_cycle
 from pipeline.consolidate.view import CommitView, Texts, folder_of, root_of, span_key
 from pipeline.merge import merge_branch, merged_as
 from pipeline.propose import trailers_for
@@ -319,6 +319,8 @@ def _run_locked(
                 f"cycle {cycle['cycle']} (scope {cycle['scope']}) is still open: one cycle at a time",
                 hint="finish it with `kb consolidate` (see `kb consolidate status`)",
             )
+    elif cycle is not None and _nothing_new(repo, cycle, head, scope, batch_pages, today):
+        return _report(cycle, "nothing-to-do"), False
     else:
         cycle = plan_cycle(repo, head, scope, batch_pages, iso_utc())
         if not plan_only:
@@ -472,6 +474,31 @@ def _settle_human(repo: Repo, cycle: Cycle, batch: dict[str, Any]) -> None:
             _set_action(entry, "kept", commit)
 
 
+def content_digest(repo: Repo, commit: pygit2.Commit) -> str:
+    """A hash of everything in ``commit``'s tree except the consolidation record itself (the
+    replay cases kept beside it count)."""
+    entries = sorted((e.name, str(e.id)) for e in commit.tree if e.name != RECORD_DIR)
+    entries.append((REPLAY_FILE, hashlib.sha256(repo.read_at(commit, REPLAY_FILE) or b"").hexdigest()))
+    return hashlib.sha256(repr(entries).encode()).hexdigest()
+
+
+def _nothing_new(repo: Repo, cycle: Cycle, head: pygit2.Commit, scope: str, batch_pages: int, today: str) -> bool:
+    """True when the last cycle is complete, covered ``scope``, nothing but the record changed
+    since it ended, and its jobs would change nothing today (a fact may have expired meanwhile):
+    a new cycle would only re-record the same coverage, so none is started and nothing is written."""
+    if cycle["status"] != "complete" or cycle["scope"] not in ("all", scope):
+        return False
+    if cycle.get("content") != content_digest(repo, head):
+        return False
+    view = CommitView(repo, head)
+    fresh = plan_cycle(repo, head, scope, batch_pages, cycle["started_at"])
+    for batch in fresh["batches"]:
+        for _, result in run_jobs(view, batch, today):
+            if any(view.text(p) != t for p, t in result.changes.items()):
+                return False
+    return True
+
+
 def _finish(repo: Repo, cycle: Cycle) -> None:
     if cycle["status"] != "open" or any(b["state"] not in ("done", "declined") for b in cycle["batches"]):
         return
@@ -483,7 +510,10 @@ def _finish(repo: Repo, cycle: Cycle) -> None:
     cycle["finished_at"] = iso_utc()
     from pipeline.consolidate.replay import replay_score
 
-    cycle["replay"] = replay_score(repo, repo.head())
+    head = repo.head()
+    assert head is not None
+    cycle["replay"] = replay_score(repo, head)
+    cycle["content"] = content_digest(repo, head)
     commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: complete, coverage 100%")
 
 

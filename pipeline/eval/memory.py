@@ -123,24 +123,13 @@ def eval_repository(path: Path, config_text: str | None) -> Repo:
     return repo
 
 
-def eval_locomo(
-    path: Path,
-    variants: list[str],
-    ks: list[int],
-    workdir: Path,
-    limit: int | None = None,
-    qa_limit: int | None = None,
-    config_text: str | None = None,
-) -> dict[str, Any]:
-    from kb.retrieval.build import build_index
+def measure_locomo(
+    repo: Repo, samples: list[dict[str, Any]], variants: list[str], ks: list[int], qa_limit: int | None = None
+) -> tuple[dict[str, VariantScore], dict[str, list[float]], int, int]:
+    """Evidence recall@k of every QA item of ``samples`` on ``repo``'s memory as it is now (its
+    index built): scores and context latencies per variant, questions asked, items skipped."""
     from kb.retrieval.search import open_searcher
 
-    checked = load_locomo(path)
-    repo = eval_repository(workdir / "locomo", config_text)
-    samples, ingest_stats = ingest_locomo(repo, path, checked, limit)
-    start = time.perf_counter()
-    build_index(repo, progress=report)
-    index_s = time.perf_counter() - start
     searcher = open_searcher(repo)
     turns = turn_map(repo)
     scores = {v: VariantScore() for v in variants}
@@ -169,6 +158,27 @@ def eval_locomo(
                 for k in ks:
                     covered = base.union(*(turns_of(i, turns) for i in context.ranked[:k])) if context.ranked else base
                     scores[variant].add(int(qa["category"]), k, len(gold & covered) / len(gold))
+    return scores, latencies, questions, skipped
+
+
+def eval_locomo(
+    path: Path,
+    variants: list[str],
+    ks: list[int],
+    workdir: Path,
+    limit: int | None = None,
+    qa_limit: int | None = None,
+    config_text: str | None = None,
+) -> dict[str, Any]:
+    from kb.retrieval.build import build_index
+
+    checked = load_locomo(path)
+    repo = eval_repository(workdir / "locomo", config_text)
+    samples, ingest_stats = ingest_locomo(repo, path, checked, limit)
+    start = time.perf_counter()
+    build_index(repo, progress=report)
+    index_s = time.perf_counter() - start
+    scores, latencies, questions, skipped = measure_locomo(repo, samples, variants, ks, qa_limit)
     pct = lambda xs, q: round(statistics.quantiles(xs, n=100)[q - 1] * 1000, 1) if len(xs) >= 2 else None  # noqa: E731
     return {
         "locomo": str(path),

@@ -77,13 +77,28 @@ def test_one_cycle_finds_and_fixes_each_seeded_defect_through_reviewed_merges(tm
 
 def test_second_cycle_with_nothing_new_proposes_nothing(tmp_path: Path) -> None:
     repo, _ = seed(tmp_path / "kb")
-    run_consolidation(repo, batch_pages=4, today=TODAY, build_index=False)
+    first = run_consolidation(repo, batch_pages=4, today=TODAY, build_index=False)
     branches_before = sorted(repo.git.branches.local)
+    head_before = repo.head()
+    assert head_before is not None
     second = run_consolidation(repo, batch_pages=4, today=TODAY, build_index=False)
-    assert second.status == "complete" and second.merged == [] and second.needs_human == []
+    assert second.status == "nothing-to-do" and second.merged == [] and second.needs_human == []
+    assert second.cycle == first.cycle and second.found == [] and second.percent == 100.0
+    # nothing changes: no branch, no commit (not even a new cycle record)
     assert sorted(repo.git.branches.local) == branches_before
-    assert second.found == [] and second.total > 0
-    assert cycle_status(repo)["actions"] == {"verified": second.total}
+    head_after = repo.head()
+    assert head_after is not None and head_after.id == head_before.id
+    assert cycle_status(repo)["cycle"] == first.cycle
+
+
+def test_new_knowledge_after_a_cycle_starts_a_new_one(tmp_path: Path) -> None:
+    repo, _ = seed(tmp_path / "kb")
+    first = run_consolidation(repo, batch_pages=4, today=TODAY, build_index=False)
+    path = repo.root / FOLDER / "contact.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nA note added by hand.\n", encoding="utf-8")
+    repo.commit_worktree_paths([f"{FOLDER}/contact.md"], "a hand edit after the cycle")
+    second = run_consolidation(repo, batch_pages=4, today=TODAY, build_index=False)
+    assert second.cycle != first.cycle and second.status == "complete" and second.percent == 100.0
 
 
 def test_killed_cycle_resumes_without_redoing_finished_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
