@@ -21,6 +21,7 @@ _._root  # kb/cli/app.py: the callback that takes the global --repo option
 _.eval_retrieval  # kb/cli/evaluate.py: `kb eval retrieval`
 _.list_items  # kb/cli/evidence.py: `kb evidence list`
 _.consolidate  # kb/cli/consolidate.py: `kb consolidate`, the group's callback
+_.retention_apply  # kb/cli/forget.py: `kb retention apply`
 
 # pydantic reads these: model configuration and validators registered by decorator.
 _.model_config  # agents/schemas.py, agents/tools.py, kb/config.py, pipeline/eval/judge.py
@@ -30,6 +31,7 @@ _._timestamp  # pipeline/records.py: ReviewRecord's @field_validator on at (ISO 
 _._comments  # pipeline/records.py: ReviewRecord's @field_validator on comments (each a Comment)
 _._no_reserved_or_secret_options  # kb/config.py: ModelRole's @field_validator on options
 _._fingerprints  # kb/config.py: Secrets' @field_validator on allow (fingerprints only)
+_._retention_rules  # kb/config.py: Config's @field_validator on retention (kinds or scopes, ages in days)
 
 # Fields of model output and of records written as JSON (asdict / model_dump): they are read
 # by the model that fills them, by people and by the benchmarks, not by kb's own code.

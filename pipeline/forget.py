@@ -62,15 +62,16 @@ _REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
 
 @dataclass(frozen=True)
 class Target:
-    """What to forget: exactly one of a user, an evidence id, or a text."""
+    """What to forget: exactly one of a user, an evidence id, a text, or expired items (retention)."""
 
     user: str | None = None
     evidence: str | None = None
     match: str | None = None
+    expired: tuple[str, ...] = ()  # evidence ids past their retention (pipeline/retention.py)
 
     @property
     def kind(self) -> str:
-        return "user" if self.user else "evidence" if self.evidence else "match"
+        return "user" if self.user else "evidence" if self.evidence else "match" if self.match else "retention"
 
 
 @dataclass
@@ -186,6 +187,8 @@ def _select(repo: Repo, head: pygit2.Commit, entries: list[LedgerEntry], pages: 
             raise NotFoundError(f"no evidence and no pages for user {target.user!r}", hint="check the id with `kb evidence list`")
     elif target.evidence:
         out.items = [find_entry(entries, target.evidence)]
+    elif target.expired:
+        out.items = [find_entry(entries, ident) for ident in target.expired]
     else:
         match = target.match or ""
         if len(normalise(match)) < MIN_TEXT:
@@ -269,7 +272,7 @@ def _pending_path(repo: Repo, op: str) -> Path:
 
 def target_digest(key: bytes, target: Target) -> str:
     """The target as a keyed digest: a record names what it forgot without saying it."""
-    value = f"{target.kind}\0{target.user or target.evidence or normalise(target.match or '')}"
+    value = f"{target.kind}\0{target.user or target.evidence or normalise(target.match or '') or ','.join(sorted(target.expired))}"
     return hashlib.blake2b(value.encode("utf-8"), key=key, digest_size=16).hexdigest()
 
 
@@ -679,7 +682,7 @@ class ForgetResult:
 
 def forget(repo: Repo, target: Target, dry_run: bool = False) -> ForgetResult:
     """Plan, revoke, change HEAD, rewrite history, purge, verify (module docstring)."""
-    if sum(x is not None for x in (target.user, target.evidence, target.match)) != 1:
+    if sum(x is not None for x in (target.user, target.evidence, target.match)) + bool(target.expired) != 1:
         raise UsageError("give exactly one of --user, an evidence id, or --match", hint="e.g. `kb forget --user alice --dry-run`")
     key = load_key(repo, create=not dry_run) or b"\0" * 32
     record = None if dry_run else _unfinished(repo, target_digest(key, target))

@@ -115,6 +115,7 @@ app.command("keygen")(loop.keygen)
 app.add_typer(memory.memory_app, name="memory")
 app.add_typer(evaluate.eval_app, name="eval")
 app.command("forget")(forget.forget)
+app.add_typer(forget.retention_app, name="retention")
 app.add_typer(consolidate_app, name="consolidate")
 
 
