@@ -27,6 +27,7 @@ _.pr_merge  # kb/cli/pr.py: `kb pr merge`
 _.pr_list  # kb/cli/pr.py: `kb pr list`
 _.pr_status  # kb/cli/pr.py: `kb pr status`
 _.github_init  # kb/cli/pr.py: `kb github init`
+_.retention_apply  # kb/cli/forget.py: `kb retention apply`
 
 # pydantic reads these: model configuration and validators registered by decorator.
 _.model_config  # agents/schemas.py, agents/tools.py, kb/config.py, pipeline/eval/judge.py
@@ -40,6 +41,7 @@ _._owner_name  # kb/config.py: Forge's @field_validator on repository (owner/nam
 _._env_name  # kb/config.py: Forge's @field_validator on the token variables (names, never tokens)
 _._url  # kb/config.py: Forge's @field_validator on api_url
 _._github_needs_a_repository  # kb/config.py: Forge's @model_validator (kind github names its repository)
+_._retention_rules  # kb/config.py: Config's @field_validator on retention (kinds or scopes, ages in days)
 
 # Fields of model output and of records written as JSON (asdict / model_dump): they are read
 # by the model that fills them, by people and by the benchmarks, not by kb's own code.

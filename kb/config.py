@@ -235,6 +235,28 @@ class Forge(_Strict):
         return self
 
 
+_AGE_RE = re.compile(r"^([1-9][0-9]{0,4})d$")
+
+
+def retention_days(age: str) -> int:
+    """``"30d"`` -> 30 (the config's retention ages, already validated)."""
+    match = _AGE_RE.match(age)
+    assert match is not None
+    return int(match.group(1))
+
+
+def _retention(rules: dict[str, str]) -> dict[str, str]:
+    """Keys: an evidence kind or a scope (``system``, ``user:<id>``); values: an age in days."""
+    from kb.intake import KINDS as EVIDENCE_KINDS
+
+    for key, age in rules.items():
+        if key not in EVIDENCE_KINDS and key != "system" and not re.match(r"^user:[A-Za-z0-9_.-]+$", key):
+            raise ValueError(f"{key!r} is neither an evidence kind ({', '.join(EVIDENCE_KINDS)}) nor a scope (system, user:<id>)")
+        if not _AGE_RE.match(str(age)):
+            raise ValueError(f"{key}: {age!r} is not an age in days such as 30d")
+    return rules
+
+
 class Config(_Strict):
     version: Literal[1]
     name: str = "kb"
@@ -248,6 +270,13 @@ class Config(_Strict):
     secrets: Secrets = Secrets()
     privacy: Privacy = Privacy()
     forge: Forge = Forge()
+    # Expiry of evidence by age (`kb retention apply`, docs/privacy.md): {kind or scope: "<days>d"}.
+    retention: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("retention")
+    @classmethod
+    def _retention_rules(cls, rules: dict[str, str]) -> dict[str, str]:
+        return _retention(rules)
 
 
 DEFAULT_CONFIG_TEXT = """\

@@ -62,15 +62,16 @@ _REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
 
 @dataclass(frozen=True)
 class Target:
-    """What to forget: exactly one of a user, an evidence id, or a text."""
+    """What to forget: exactly one of a user, an evidence id, a text, or expired items (retention)."""
 
     user: str | None = None
     evidence: str | None = None
     match: str | None = None
+    expired: tuple[str, ...] = ()  # evidence ids past their retention (pipeline/retention.py)
 
     @property
     def kind(self) -> str:
-        return "user" if self.user else "evidence" if self.evidence else "match"
+        return "user" if self.user else "evidence" if self.evidence else "match" if self.match else "retention"
 
 
 @dataclass
@@ -87,6 +88,8 @@ class Plan:
     redacted_hashes: dict[str, str] = field(default_factory=dict)  # redacted item id -> its new content hash
     files: dict[str, bytes | None] = field(default_factory=dict)  # the HEAD change: path -> new content (None deletes)
     texts: list[str] = field(default_factory=list)  # the material in the clear: memory only, never written
+    target: str = ""  # target_digest of what was asked for (a re-run finds its unfinished forgetting)
+    indexed: bool = False  # an index served when the forgetting began (so purging rebuilds one)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -184,6 +187,8 @@ def _select(repo: Repo, head: pygit2.Commit, entries: list[LedgerEntry], pages: 
             raise NotFoundError(f"no evidence and no pages for user {target.user!r}", hint="check the id with `kb evidence list`")
     elif target.evidence:
         out.items = [find_entry(entries, target.evidence)]
+    elif target.expired:
+        out.items = [find_entry(entries, ident) for ident in target.expired]
     else:
         match = target.match or ""
         if len(normalise(match)) < MIN_TEXT:
@@ -235,8 +240,27 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
     hashes = {e.id: hashlib.sha256(files[e.path] or b"").hexdigest() for e in entries if e.id in chosen.redacted}
     op = "fg-" + secrets.token_hex(8)
     return Plan(
-        op, target.kind, str(head.id), renames, chosen.redacted, chosen.deleted, edited, chosen.scopes, prints, hashes, files, texts
+        op,
+        target.kind,
+        str(head.id),
+        renames,
+        chosen.redacted,
+        chosen.deleted,
+        edited,
+        chosen.scopes,
+        prints,
+        hashes,
+        files,
+        texts,
+        target_digest(key, target),
+        _has_index(repo),
     )
+
+
+def _has_index(repo: Repo) -> bool:
+    from kb.retrieval.store import index_store
+
+    return index_store(repo).current() is not None
 
 
 # ---- records ----------------------------------------------------------------------------------
@@ -246,13 +270,31 @@ def _pending_path(repo: Repo, op: str) -> Path:
     return forget_dir(repo) / f"{op}.json"
 
 
+def target_digest(key: bytes, target: Target) -> str:
+    """The target as a keyed digest: a record names what it forgot without saying it."""
+    value = f"{target.kind}\0{target.user or target.evidence or normalise(target.match or '') or ','.join(sorted(target.expired))}"
+    return hashlib.blake2b(value.encode("utf-8"), key=key, digest_size=16).hexdigest()
+
+
 def _write_pending(repo: Repo, plan: Plan, step: str) -> None:
-    data = plan.summary() | {"step": step, "scopes": plan.scopes, "renames": plan.items, "fingerprints": plan.fingerprints.to_json()}
+    data = plan.summary() | {
+        "step": step,
+        "scopes": plan.scopes,
+        "renames": plan.items,
+        "fingerprints": plan.fingerprints.to_json(),
+        "target": plan.target,
+        "removed": sorted(p for p, d in plan.files.items() if d is None),
+        "redacted_hashes": plan.redacted_hashes,
+        "indexed": plan.indexed,
+    }
     atomic_write(_pending_path(repo, plan.op), (json.dumps(data, sort_keys=True, indent=1) + "\n").encode("utf-8"))
 
 
 def revoke(repo: Repo, plan: Plan) -> None:
-    """Step 2: hide everything the plan forgets from every read, at once."""
+    """Step 2: hide everything the plan forgets from every read, at once. The pending record is
+    written first, so that a process killed in between leaves a forgetting a re-run resumes."""
+    if not _pending_path(repo, plan.op).exists():
+        _write_pending(repo, plan, "planned")
     entries = read_entries(repo)
     entries[plan.op] = {
         "scopes": plan.scopes,
@@ -545,7 +587,7 @@ def purge_derived(repo: Repo, plan: Plan) -> list[str]:
     from kb.retrieval.store import index_store
 
     store = index_store(repo)
-    had_index = store.current() is not None
+    had_index = plan.indexed or store.current() is not None
     with repo.lock("index"):
         shutil.rmtree(store.root, ignore_errors=True)
     if had_index:
@@ -613,6 +655,9 @@ def complete(repo: Repo, plan: Plan, report: VerifyReport, now: Callable[[], str
         "step": "done" if report.clean else "purged",
         "scopes": plan.scopes,
         "renames": plan.items if not report.clean else {},
+        "target": plan.target,
+        "removed": sorted(p for p, d in plan.files.items() if d is None) if not report.clean else [],
+        "redacted_hashes": plan.redacted_hashes if not report.clean else {},
     }
     atomic_write(_pending_path(repo, plan.op), (json.dumps(record, sort_keys=True, indent=1) + "\n").encode("utf-8"))
     if report.clean:
@@ -637,22 +682,116 @@ class ForgetResult:
 
 def forget(repo: Repo, target: Target, dry_run: bool = False) -> ForgetResult:
     """Plan, revoke, change HEAD, rewrite history, purge, verify (module docstring)."""
-    if sum(x is not None for x in (target.user, target.evidence, target.match)) != 1:
+    if sum(x is not None for x in (target.user, target.evidence, target.match)) + bool(target.expired) != 1:
         raise UsageError("give exactly one of --user, an evidence id, or --match", hint="e.g. `kb forget --user alice --dry-run`")
+    key = load_key(repo, create=not dry_run) or b"\0" * 32
+    record = None if dry_run else _unfinished(repo, target_digest(key, target))
+    if record is not None:
+        return _resume(repo, target, key, record)
     dirty = [p for p in repo.dirty_paths() if not p.startswith(STATE_DIR + "/")]
     if dirty and not dry_run:
         raise ConflictError(f"the working tree has uncommitted changes ({dirty[0]})", hint="commit or discard them first")
-    key = load_key(repo, create=not dry_run) or b"\0" * 32
-    plan = plan_forget(repo, target, key)
+    try:
+        plan = plan_forget(repo, target, key)
+    except NotFoundError:
+        done = None if dry_run else _done(repo, target_digest(key, target))
+        if done is None:
+            raise
+        return _resume(repo, target, key, done)  # forgotten before: verified again
     if dry_run:
         return ForgetResult(plan.summary(), True)
     revoke(repo, plan)
-    commit = apply_head_change(repo, plan)
+    return _finish(repo, plan, apply_head_change(repo, plan))
+
+
+def _finish(repo: Repo, plan: Plan, commit: str) -> ForgetResult:
     mapping = rewrite_history(repo, plan)
     purged = purge_derived(repo, plan)
     report = scan(repo, plan.fingerprints)
     record = complete(repo, plan, report)
     return ForgetResult(plan.summary(), False, record, mapping.get(commit, commit), len(mapping), tuple(purged))
+
+
+def _unfinished(repo: Repo, target: str) -> dict[str, Any] | None:
+    """The newest record of a forgetting of the same target that a killed run left unfinished
+    (or finished without lifting its deny entry); None when there is none."""
+    folder = forget_dir(repo)
+    denied = read_entries(repo)
+    found = []
+    for path in folder.glob("fg-*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("target") == target and (data.get("step") != "done" or data.get("id") in denied):
+            found.append((path.stat().st_mtime, data))
+    return max(found, key=lambda pair: pair[0])[1] if found else None
+
+
+def _done(repo: Repo, target: str) -> dict[str, Any] | None:
+    """The newest completed forgetting of the same target (a re-run after it verifies again)."""
+    found = []
+    for path in forget_dir(repo).glob("fg-*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("target") == target and data.get("step") == "done":
+            found.append((path.stat().st_mtime, data))
+    return max(found, key=lambda pair: pair[0])[1] if found else None
+
+
+def _committed(repo: Repo, op: str) -> bool:
+    head = repo.head()
+    return head is not None and any(e.kind == "forget" and e.id == op for e in ledger_at(repo, head))
+
+
+def _reset_hard(repo: Repo) -> None:
+    """The worktree and git's index back to HEAD: a killed run may have left files half-changed,
+    or git's index lock behind (no process holds it: we hold the repository's write lock)."""
+    with repo.write_lock():
+        Path(repo.git.path, "index.lock").unlink(missing_ok=True)
+        proc = subprocess.run(["git", "-C", str(repo.root), "reset", "--hard", "--quiet", "HEAD"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ConflictError(
+            f"could not restore the working tree: {proc.stderr.strip()}", hint="run `git reset --hard`, then `kb forget` again"
+        )
+
+
+def _resume(repo: Repo, target: Target, key: bytes, data: dict[str, Any]) -> ForgetResult:
+    """Carry an interrupted forgetting through from the step it reached (the deny entry is
+    written again first, so nothing shows meanwhile). Before its commit, the change is planned
+    again from HEAD (the same material, so the same fingerprints) under the same id; after it,
+    the plan comes from the record, and history rewriting, purging and verification run again
+    (each is idempotent). Files a killed run left half-written are restored from HEAD first."""
+    plan = Plan(
+        data["id"],
+        data["kind"],
+        data["base"],
+        dict(data.get("renames", {})),
+        list(data.get("redacted", [])),
+        list(data.get("deleted_pages", [])),
+        list(data.get("edited_pages", [])),
+        list(data.get("scopes", [])),
+        fingerprints_from_json(key, data.get("fingerprints", {})),
+        dict(data.get("redacted_hashes", {})),
+        {p: None for p in data.get("removed", [])},
+        [],
+        data["target"],
+        bool(data.get("indexed")),
+    )
+    if data.get("step") == "done":  # killed between the completion record and lifting the deny entry
+        report = scan(repo, plan.fingerprints)
+        return ForgetResult(plan.summary(), False, complete(repo, plan, report, now=lambda: str(data.get("completed_at"))))
+    revoke(repo, plan)
+    head = repo.head()
+    assert head is not None
+    if not _committed(repo, plan.op):
+        if str(head.id) != plan.base:
+            raise ConflictError("the branch moved since the forgetting was planned", hint="reset the branch, then run `kb forget` again")
+        _reset_hard(repo)  # undo a half-applied change
+        fresh = plan_forget(repo, target, key)
+        fresh.op, fresh.items = plan.op, plan.items
+        return _finish(repo, fresh, apply_head_change(repo, fresh))
+    _reset_hard(repo)  # a rewrite killed before it checked out the new HEAD
+    for ident in plan.redacted:  # a redacted item: HEAD holds its redaction, every commit gets the same
+        entry = find_entry(ledger_at(repo, head), ident)
+        plan.files[entry.path] = repo.read_at(head, entry.path)
+    return _finish(repo, plan, str(head.id))
 
 
 def verify_all(repo: Repo) -> list[dict[str, Any]]:

@@ -59,3 +59,29 @@ def forget(
         echo(f"  copy: {copy}")
     echo("a remote still has the old history: push every branch with --force-with-lease (docs/privacy.md)")
     return 0 if record.get("result") == "clean" else EXIT_FINDINGS
+
+
+retention_app = typer.Typer(help="Expire evidence by age (the `retention:` section of kb.config.yaml).", no_args_is_help=True)
+
+
+@retention_app.command("apply")
+def retention_apply(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the expired items; change nothing.")] = False,
+) -> int:
+    """Forget every evidence item older than its retention age, in one forgetting.
+
+    Example: kb retention apply --dry-run
+    """
+    from pipeline.retention import apply_retention
+
+    expired, result = apply_retention(open_repo(), dry_run)
+    for e in expired:
+        echo(f"{'would expire' if dry_run else 'expired'} {e.entry.id} ({e.entry.kind}, {e.age_days} days old; {e.rule}: {e.limit_days}d)")
+    if result is None:
+        echo("nothing has expired")
+        return 0
+    if dry_run:
+        return 0
+    record = result.record or {}
+    echo(f"forgot {len(expired)} item(s) as {result.plan['id']}; verification: {record.get('result')}")
+    return 0 if record.get("result") == "clean" else EXIT_FINDINGS

@@ -272,7 +272,83 @@ def kill_trial(template: Template, folder: Path, rng: random.Random) -> Trial:
     trial = Trial(scenario.name, round(delay, 3), killed)
     if scenario.name == "index build":
         trial.problems += _serving_before(root)
+    if scenario.name == "forget" and not _untouched(root, template.facts["head"]):
+        seen = forget_visible(root, template.facts["evidence"].split("\n"))
+        trial.problems += [f"after the kill alice's material is returned by {seen}"] if seen else []
     after = run_kb(*scenario.args(root, template.facts))
     trial.problems += scenario.verify(Outcome(root, template.facts, killed_out, after))
     trial.problems += clean_problems(root)
     return trial
+
+
+# ---- forget --user ---------------------------------------------------------------------------
+
+
+ALICE_SAYS = "I take cello lessons with Madame Girardot-Pons on Tuesdays."
+ALICE_MARK = "Girardot-Pons"
+
+
+def _prepare_forget(root: Path, inputs: Path) -> dict[str, str]:
+    from pipeline.memory import ingest
+    from tests.builders import write_chat
+
+    repo = init_repository(root)
+    add_file(repo, "travel-policy.md", "document")
+    ingest(repo, "alice", [write_chat(inputs / "a.json", [("user", ALICE_SAYS)], "2024-03-01T10:00:00Z")])
+    ingest(repo, "bob", [write_chat(inputs / "b.json", [("user", "I live in Oslo and drive a Volvo.")], "2024-05-05T08:00:00Z")])
+    alice = [e.id for e in load_ledger(root) if e.scope == user_scope("alice")]
+    return {"args": "forget\n--user\nalice", "evidence": "\n".join(alice), "head": str(repo.head().id)}
+
+
+def forget_visible(root: Path, evidence: list[str]) -> list[str]:
+    """Where alice's material is still returned: search (pages and evidence), read, grep,
+    evidence show (empty: hidden everywhere)."""
+    seen = []
+    code, out, _ = run_kb("--repo", str(root), "search", "cello lessons Tuesdays", "--as", "user:alice", "--include-evidence")
+    if ALICE_MARK in out:
+        seen.append("search")
+    code, out, _ = run_kb("--repo", str(root), "read", "users/alice/profile", "--as", "user:alice", "--level", "L2")
+    if code == 0 and ALICE_MARK in out:
+        seen.append("read")
+    code, out, _ = run_kb("--repo", str(root), "grep", ALICE_MARK, "--as", "user:alice")
+    if ALICE_MARK in out:
+        seen.append("grep")
+    for ident in evidence:
+        code, out, _ = run_kb("--repo", str(root), "evidence", "show", ident)
+        if ALICE_MARK in out:
+            seen.append(f"evidence show {ident}")
+    return seen
+
+
+def _untouched(root: Path, head: str) -> bool:
+    """Whether the killed forget changed nothing yet (killed before it wrote its deny entry)."""
+    return not (root / ".kb" / "forget" / "denied.json").exists() and str(Repo(root).head().id) == head
+
+
+def _verify_forget(run: Outcome) -> list[str]:
+    root = run.root
+    problems = []
+    if run.after[0] != 0 or "verification: clean" not in run.after[1]:
+        problems.append(f"the next forget exited {run.after[0]}: {run.after[1].strip()[-300:]} {run.after[2].strip()}")
+    if seen := forget_visible(root, run.facts["evidence"].split("\n")):
+        problems.append(f"alice's material returned after the next forget by {seen}")
+    code, out, err = run_kb("--repo", str(root), "forget", "--verify")
+    if code != 0:
+        problems.append(f"kb forget --verify exited {code}: {out.strip()} {err.strip()}")
+    if ALICE_MARK.encode() in _every_byte(root):
+        problems.append(f"{ALICE_MARK!r} is still in a git object or under .kb/")
+    code, out, _ = run_kb("--repo", str(root), "search", "Oslo Volvo", "--as", "user:bob")
+    if "users/bob" not in out:
+        problems.append(f"bob's memory is not found after the forget: {out.strip()[:200]}")
+    return problems
+
+
+def _every_byte(root: Path) -> bytes:
+    import subprocess
+
+    objects = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-all-objects", "--batch"], capture_output=True, check=True)
+    state = root / ".kb"
+    return objects.stdout + b"".join(p.read_bytes() for p in state.rglob("*") if p.is_file() and "forget" not in p.parts)
+
+
+SCENARIOS["forget"] = Scenario("forget", _prepare_forget, _verify_forget)

@@ -48,6 +48,6 @@ def main_line(root: Path) -> list[str]:
 
 def unreviewed_on_main(root: Path) -> list[str]:
     """Commits on main's first-parent line that are neither the initial commit, an evidence add
-    nor a merge: what no kb command may put there."""
-    allowed = ("kb: initialise", "evidence: add ", "Merge kb/")
+    nor a merge nor a forgetting: what no kb command may put there."""
+    allowed = ("kb: initialise", "evidence: add ", "Merge kb/", "forget: fg-")
     return [s for s in main_line(root) if not s.startswith(allowed)]

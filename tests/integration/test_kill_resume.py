@@ -1,6 +1,7 @@
-"""Kill and resume (issue 10, acceptance): `evidence add`, `memory ingest`, `merge` and
-`index build` killed with SIGKILL at random points; the next command works without a manual
-step, nothing reported as added is lost, and the repository checks clean. A few trials per
+"""Kill and resume (issue 10, acceptance): `evidence add`, `memory ingest`, `merge`,
+`index build` and `forget --user` (issue 16) killed with SIGKILL at random points; the next
+command works without a manual step, nothing reported as added is lost, nothing forgotten shows
+in between, and the repository checks clean. A few trials per
 command here; ``bench/kill_trials.py`` runs many (docs/benchmarks.md)."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from tests.integration.kill_harness import SCENARIOS, kill_trial, make_template
 
-TRIALS = {"evidence add": 3, "memory ingest": 3, "merge": 3, "index build": 2}
+TRIALS = {"evidence add": 3, "memory ingest": 3, "merge": 3, "index build": 2, "forget": 3}
 
 
 @pytest.mark.parametrize("name", list(TRIALS))

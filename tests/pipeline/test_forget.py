@@ -153,3 +153,24 @@ def test_dry_run_changes_nothing_and_bad_targets_are_refused(repo: Repo, cli) ->
     assert result.code == 6 and "no evidence and no pages for user 'carol'" in result.err
     result = cli("--repo", str(repo.root), "forget", "--match", "ab")
     assert result.code == 2 and "at least 4 characters" in result.err
+
+
+@pytest.mark.parametrize("stop", ["revoked", "committed", "rewritten"])
+def test_an_interrupted_forget_is_resumed_by_the_same_command(repo: Repo, cli, stop: str) -> None:
+    plan = plan_forget(repo, Target(user="alice"), load_key(repo, create=True) or b"")
+    revoke(repo, plan)
+    if stop != "revoked":
+        apply_head_change(repo, plan)
+    if stop == "rewritten":
+        rewrite_history(repo, plan)
+    (repo.root / "users/bob/profile.md").write_text("half-written\n")  # what a killed run may leave
+    result = cli("--repo", str(repo.root), "forget", "--user", "alice")
+    assert result.code == 0 and "verification: clean" in result.out, result.out + result.err
+    assert (repo.root / ".kb/forget/denied.json").read_text().strip() == "{}"  # the deny entry lifted
+    records = sorted((repo.root / ".kb/forget").glob("fg-*.json"))
+    assert [r.stem for r in records] == [plan.op]  # the same forgetting finished, not a second one
+    assert not [s for s in ALICE_SECRETS if s.encode() in _all_bytes(repo)]
+    assert [e.kind for e in ledger_at(repo, repo.head())].count("forget") == 1
+    assert run_checks(repo).ok and not repo.dirty_paths()
+    again = cli("--repo", str(repo.root), "forget", "--user", "alice")  # after completion: verified again
+    assert again.code == 0 and "verification: clean" in again.out
