@@ -235,6 +235,7 @@ class Forge(_Strict):
         return self
 
 
+EVIDENCE_KINDS = ("conversation", "trajectory", "document", "tool-output")  # kb.intake.KINDS
 _AGE_RE = re.compile(r"^([1-9][0-9]{0,4})d$")
 
 
@@ -247,8 +248,6 @@ def retention_days(age: str) -> int:
 
 def _retention(rules: dict[str, str]) -> dict[str, str]:
     """Keys: an evidence kind or a scope (``system``, ``user:<id>``); values: an age in days."""
-    from kb.intake import KINDS as EVIDENCE_KINDS
-
     for key, age in rules.items():
         if key not in EVIDENCE_KINDS and key != "system" and not re.match(r"^user:[A-Za-z0-9_.-]+$", key):
             raise ValueError(f"{key!r} is neither an evidence kind ({', '.join(EVIDENCE_KINDS)}) nor a scope (system, user:<id>)")

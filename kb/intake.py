@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.config import Privacy
+from kb.config import EVIDENCE_KINDS, Privacy
 from kb.errors import FormatError, UsageError
 from kb.ids import evidence_id
 from kb.privacy import mask
 from kb.secrets import find_secrets
 
-KINDS = ("conversation", "trajectory", "document", "tool-output")
+KINDS = EVIDENCE_KINDS  # the kinds of evidence (defined with the config, which validates them)
 # What a folder given to `kb evidence add` contributes by default (--glob to choose): text formats
 # and the documents converted to text (PDF, HTML).
 DEFAULT_GLOBS = ("*.md", "*.markdown", "*.txt", "*.rst", "*.json", "*.jsonl", "*.html", "*.htm", "*.pdf")
