@@ -43,6 +43,7 @@ from agents.offline.indexes import new_index, upsert_index_entry
 from agents.offline.memory_page import GENERATED_TAG, is_generated
 from agents.protocols import EvidenceItem
 from ci.snapshot import normalise_quote
+from kb.errors import KbError
 from kb.markdown import CODESPAN_RE, FOOTDEF_RE, SENTENCE_END_RE, format_citation, parse_citation, parse_structure, slugify
 from kb.page import page_id_for_path, parse_page, render_page
 from kb.tokens import count_tokens
@@ -956,7 +957,7 @@ class DocumentPlan:
 def _document_fact(text: str, path: str) -> str | None:
     try:
         page = parse_page(text, path)
-    except Exception:  # a page that does not parse is nobody's document page
+    except KbError:  # a page that does not parse is nobody's document page
         return None
     if page.meta.get("origin"):
         return str(page.meta["origin"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ci.rules import factcheck
-from ci.rules.grounding import Cited, Evidence, Reader, Ungrounded, check_statement
+from ci.rules.grounding import check_claim
 from ci.rules.indexes import ENTRY_RE
 from ci.snapshot import normalise_quote
 from kb.markdown import FOOTDEF_RE, FOOTREF_RE, format_citation
@@ -27,13 +27,6 @@ Action = str  # verified | changed | merged | retired | qualified | disputed | k
 
 
 ISO_DATE_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-
-
-def check_claim(claim_text: str, quote: str, span: str) -> list[Ungrounded]:
-    """The gate's grounding of one claim against one citation (its quote and cited lines)."""
-    lines = tuple(span.splitlines()) or ("",)
-    cited = Cited("c", "", 1, len(lines), quote, lines)
-    return check_statement(claim_text, Evidence([cited]), Reader())
 
 
 def _numbers(text: str) -> set[str]:

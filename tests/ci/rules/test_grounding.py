@@ -12,7 +12,7 @@ import pytest
 
 from ci.findings import Finding
 from ci.gate import run_gate
-from ci.rules.grounding import Cited, Evidence, Reader, Ungrounded, check_page_grounding, check_statement
+from ci.rules.grounding import Ungrounded, check_claim, check_page_grounding
 from ci.rules.page_grounding import check_page_facts
 from ci.snapshot import Snapshot
 from kb.markdown import format_citation, parse_structure
@@ -21,17 +21,16 @@ from kb.repo import Repo
 from tests.builders import add_conversation, add_evidence, make_repo, page_for, write
 
 
-def check_claim(claim: str, quote: str, span: str) -> list[Ungrounded]:
+def claim_problems(claim: str, quote: str, span: str) -> list[Ungrounded]:
     """A claim read against one citation: its quote and its cited lines."""
-    lines = tuple(span.splitlines())
     conversation = bool(re.match(r"^(?:\[[^\]]+\] )?\w+ \(D\d+:\d+\): ", span))  # a span written as a LoCoMo line
-    return check_statement(claim, Evidence([Cited("1", "ev-0", 1, len(lines), quote, lines, conversation)]), Reader())
+    return check_claim(claim, quote, span, conversation)
 
 
 def test_grounding_problems_carry_their_rule() -> None:
-    problems = check_claim("On 2024-03-02 she did not pay 40 euros.[^1]", "she paid 30 euros", "she paid 30 euros")
+    problems = claim_problems("On 2024-03-02 she did not pay 40 euros.[^1]", "she paid 30 euros", "she paid 30 euros")
     assert [p.rule for p in problems] == ["grounding.date", "grounding.number", "grounding.negation"]
-    assert [p.rule for p in check_claim("He paid.[^1]", "he never paid", "he never paid")] == ["grounding.negation"]
+    assert [p.rule for p in claim_problems("He paid.[^1]", "he never paid", "he never paid")] == ["grounding.negation"]
 
 
 # (claim, quote, cited lines, rules expected): the first of each pair fails, the second passes.
@@ -136,7 +135,7 @@ CLAIMS = [
 
 @pytest.mark.parametrize("claim,quote,span,rules", CLAIMS)
 def test_claims_against_their_evidence(claim: str, quote: str, span: str, rules: list[str]) -> None:
-    assert [p.rule for p in check_claim(claim, quote, span)] == rules
+    assert [p.rule for p in claim_problems(claim, quote, span)] == rules
 
 
 # ---- page-level rules on a small repository --------------------------------------------------
@@ -367,8 +366,8 @@ def test_code_in_the_quote_is_not_a_negation_the_claim_drops() -> None:
     # in code read as "dropping" the quote's negation (issue 13: 46 correct claims withdrawn)
     quote = "The default timeout is `None`, and `not x` is code."
     claim = parse_structure(f"{quote}[^1]\n").claims[0]
-    assert check_claim(claim.text, quote, quote) == []
+    assert claim_problems(claim.text, quote, quote) == []
     # a negation in the prose of the quote still counts
     claim = parse_structure("The default timeout is `None`.[^1]\n").claims[0]
-    dropped = check_claim(claim.text, "The default timeout is not `None`.", "")
+    dropped = claim_problems(claim.text, "The default timeout is not `None`.", "")
     assert [p.rule for p in dropped] == ["grounding.negation"]
