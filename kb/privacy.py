@@ -268,7 +268,9 @@ RULES: tuple[_Rule, ...] = (
     _Rule("iban", _ascii(rf"{_NB}[A-Z]{{2}}\d{{2}}(?: ?[A-Z0-9]{{1,4}}){{3,8}}{_NA}"), iban_valid),
     _Rule(
         "email",
-        _ascii(r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b"),
+        # after an escaped line break (a citation's JSON quote) a new address may start; "\n@app.route"
+        # is not "n@app.route"
+        _ascii(r"(?:(?<=\\n)|(?<![\w.+\\-]))[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b"),
         email_valid,
         0,
         ("@",),

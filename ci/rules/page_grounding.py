@@ -237,6 +237,9 @@ def _timeline(page: Page, cites: dict[str, Cited]) -> list[Finding]:
 
 
 _OUTLINE_LABEL_RE = re.compile(r"^\s*\S+(?:\s+\S+){0,5}:\s*$")  # "Sections of this page:" introduces the outline
+# a label or pointer alone on its line, maybe in a block quote ("> **API Reference**", "> _API
+# reference: `x.Y`_", ">"): it names where to look, it states no fact
+_LABEL_LINE_RE = re.compile(r"^\s*>?\s*(?:\*\*[^*]+\*\*|_[^_]+_|\*[^*]+\*)?\s*$")
 
 
 def _overview_statements(page: Page) -> list[tuple[str, int]]:
@@ -257,6 +260,7 @@ def _overview_statements(page: Page) -> list[tuple[str, int]]:
             and not FOOTREF_RE.search(text)
             and not text.startswith(("#", "[^"))
             and not _OUTLINE_LABEL_RE.match(text)
+            and not _LABEL_LINE_RE.match(text)
         ):
             out.extend(split_sentences(text, n))
     return out

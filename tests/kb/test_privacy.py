@@ -32,6 +32,7 @@ POSITIVE = [
     ("phone", "phone: 020 7946 0958", "020 7946 0958"),
     ("email", "write to alice.smith@gmail.com please", "alice.smith@gmail.com"),
     ("email", "邮箱是wang.fang@qq.com。", "wang.fang@qq.com"),
+    ("email", '"Contact:\\nbob.jones@corp.io"', "bob.jones@corp.io"),  # after an escaped line break
     ("ip", "from 203.0.113.5 last night", "203.0.113.5"),
     ("ip", "host 2001:db8::8a2e:370:7334 is up", "2001:db8::8a2e:370:7334"),
     ("ip", "My home IP is 81.2.69.160.", "81.2.69.160"),  # a full stop after it
@@ -72,6 +73,7 @@ NEGATIVE = [
     "we met at 10:30 on 2024-05-06; the total was 1,234,567.89",
     "Pay with card [CARD-1].",
     "The support phone number is 555-0100; call (212) 555-0143.",  # 555-0100 to -0199: reserved for examples
+    "\"```python\\n@pytest.fixture\\ndef client():\\n    @app.route('/')\"",  # decorators in a citation's JSON quote
 ]
 
 

@@ -309,7 +309,10 @@ def test_l0_and_overview_must_be_backed_by_cited_claims(alice: tuple[Repo, str])
 
 def test_an_overview_outline_names_sections_without_stating_facts(alice: tuple[Repo, str]) -> None:
     repo, ev = alice
-    outline = "## Overview\n\nSections of this page:\n\n- [Expenses](#expenses)\n- [[knowledge/index]]\n\n"
+    outline = (
+        "## Overview\n\n> **API Reference**\n>\n> _API reference: `acme.Client`_\n\n"
+        "Sections of this page:\n\n- [Expenses](#expenses)\n- [[knowledge/index]]\n\n"
+    )
     assert _check(repo, _page(ev, outline + FAITHFUL)) == []
     text = _page(ev, outline.replace("- [[knowledge/index]]", "- Expenses are paid by Tom.") + FAITHFUL)
     findings = _check(repo, text)
