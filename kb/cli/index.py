@@ -14,7 +14,10 @@ index_app = typer.Typer(help="The serving indexes (BM25 + dense) under .kb/index
 @index_app.command("build")
 def build(
     commit: Annotated[str | None, typer.Option("--commit", help="Build from this commit or branch (default HEAD).")] = None,
-    full: Annotated[bool, typer.Option("--full", help="Re-embed everything instead of reusing unchanged chunks.")] = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Rebuild every chunk instead of reusing unchanged ones (vectors still come from the embedding cache)."),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Build or update the indexes from a commit (git objects only, never the working tree).

@@ -41,7 +41,7 @@ from kb.errors import IndexMissingError, NotFoundError
 from kb.repo import Repo
 from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
 from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache, read_docs
-from kb.retrieval.embed_cache import with_cache
+from kb.retrieval.embed_cache import CachedEmbedder, with_cache
 from kb.retrieval.embedder import Embedder, embed_all, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
 from kb.retrieval.store import (
@@ -76,13 +76,14 @@ class BuildResult:
     pages: int
     evidence: int
     chunks: int
-    embedded: int  # texts embedded by this build (unchanged content reuses stored vectors)
+    embedded: int  # texts this build needed vectors for (unchanged content reuses stored vectors)
     reused: int
     removed: int  # chunk ids removed from the text index
     added: int  # chunk ids added to the text index
     seconds: float
     embed_seconds: float
     skipped: tuple[tuple[str, str], ...] = ()
+    from_cache: int = 0  # of ``embedded``, how many the embedding cache supplied (no model call)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -94,9 +95,10 @@ class BuildResult:
         if self.unchanged:
             return f"index already serves {self.commit[:12]} ({self.version}); nothing to do"
         how = f"full rebuild ({self.reason})" if self.full else "incremental"
+        cached = f" ({self.from_cache} from the embedding cache)" if self.from_cache else ""
         return (
             f"built {self.version} from {self.commit[:12]}: {self.pages} pages, {self.evidence} evidence items, "
-            f"{self.chunks} chunks; {how}: embedded {self.embedded}, reused {self.reused}, "
+            f"{self.chunks} chunks; {how}: embedded {self.embedded}{cached}, reused {self.reused}, "
             f"removed {self.removed}, added {self.added} in {self.seconds:.1f}s"
         )
 
@@ -314,6 +316,7 @@ def _write_text_index(
 class _Timer:
     embed: float = 0.0
     start: float = field(default_factory=time.perf_counter)
+    from_cache: int = 0  # texts to embed that the embedding cache supplied
 
 
 def build_corpus(
@@ -348,8 +351,10 @@ def build_corpus(
     try:
         t0 = time.perf_counter()
         stage = (lambda done, total: progress("embed", done, total)) if progress else None
+        reused_before = embedder.reused if isinstance(embedder, CachedEmbedder) else 0
         fresh = embed_all(embedder, [text_of[h] for h in plan.embed], stage)
         timer.embed = time.perf_counter() - t0
+        timer.from_cache = embedder.reused - reused_before if isinstance(embedder, CachedEmbedder) else 0
         ids = sorted(by_id)
         dim = int(fresh.shape[1]) if len(plan.embed) else embedder.dim
         delta = _Delta.of(old, old_folder, ids, plan)
@@ -387,6 +392,7 @@ def _result(source: str, version: str, plan: BuildPlan, corpus: Corpus, timer: _
         seconds=round(time.perf_counter() - timer.start, 3),
         embed_seconds=round(timer.embed, 3),
         skipped=corpus.skipped,
+        from_cache=0 if unchanged else timer.from_cache,
     )
 
 

@@ -55,6 +55,7 @@ def test_the_same_text_in_two_scopes_is_embedded_once(tmp_path: Path) -> None:
     before = len(model.seen)
     result = build_index(repo, embedder=model)
     assert result.embedded == 1 and len(model.seen) == before and asked(model, "Green tea, no sugar.") == 1
+    assert result.from_cache == 1 and "embedded 1 (1 from the embedding cache)" in result.summary()
     # every row of the served index got its vector (from the cache)
     vectors = np.load(index_store(repo).current_path() / "vectors.npy")
     assert len(vectors) == result.chunks and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
