@@ -182,8 +182,9 @@ on:
     - cron: "17 3 * * 1"
   workflow_dispatch:
 permissions: {{}}
+# One group with kb-propose: both write kb/ branches and open pull requests; never two at once.
 concurrency:
-  group: kb-consolidate
+  group: kb-propose
   cancel-in-progress: false
 jobs:
   consolidate:

@@ -51,9 +51,15 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
     consolidate = _load(repo.root, "kb-consolidate.yml")["on"]
     assert set(consolidate) == {"schedule", "workflow_dispatch"} and len(consolidate["schedule"][0]["cron"].split()) == 5
     assert _load(repo.root, "kb-index.yml")["on"] == {"push": {"branches": ["main"]}}
+    groups = {name: _load(repo.root, name)["concurrency"]["group"] for name in WORKFLOWS}
+    assert groups["kb-propose.yml"] == groups["kb-consolidate.yml"] == "kb-propose"  # both open PRs: one at a time
+    assert (
+        groups["kb-check.yml"] == "kb-check-${{ github.ref }}"
+        and groups["kb-review.yml"] == "kb-review-${{ github.event.pull_request.number }}"
+    )
     for name in WORKFLOWS:
         data = _load(repo.root, name)
-        assert data["permissions"] == {} and data["concurrency"]["group"].startswith(name.removesuffix(".yml"))
+        assert data["permissions"] == {}
         for job in data["jobs"].values():
             assert job["permissions"] == {"contents": "read"}
             for step in job["steps"]:
