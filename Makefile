@@ -8,7 +8,7 @@ DATA ?= ../shared/data
 
 PREFIX ?= $(HOME)/.local
 
-.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-memory bench-consolidate bench-retrieval bench-embed bench-docs clean
+.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-pr bench-memory bench-consolidate bench-retrieval bench-embed bench-docs clean
 
 setup: $(VENV)/.installed
 
@@ -51,6 +51,13 @@ bench-gate: setup
 bench-loop: setup
 	$(BIN)/python bench/loop_offline.py --cases $(DATA)/memory-cases
 
+# Pull-request round trips (open, status, review, merge, sync) against the GitHub test double on
+# loopback, offline agents: API calls per endpoint, git pushes/fetches and wall time per step.
+PR_ROUNDS ?= 10
+
+bench-pr: setup
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/pr_roundtrip.py --rounds $(PR_ROUNDS)
+
 bench-memory: setup
 	$(BIN)/kb eval memory --locomo $(DATA)/locomo/locomo-dev.json --cases $(DATA)/memory-cases --variant all --k 5,10
 
@@ -81,7 +88,7 @@ bench-docs: setup
 	$(BIN)/python bench/doc_coverage.py $$(ls -d $(DOCS_TMP)/*/docs) --set $(firstword $(subst ==, ,$(DOCS_PKG))) $(if $(DOCS_QUESTIONS),--questions $(DOCS_QUESTIONS))
 
 # Each benchmark prints its numbers; docs/benchmarks.md records them with the machine.
-bench: bench-check bench-gate bench-loop bench-memory bench-retrieval
+bench: bench-check bench-gate bench-loop bench-pr bench-memory bench-retrieval
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache

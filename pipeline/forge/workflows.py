@@ -20,9 +20,19 @@ from pathlib import Path
 
 from kb.repo import atomic_write
 
-CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"
-SETUP_PYTHON = "actions/setup-python@a26af69be951a213d495a4c3e4e4022e16d87065 # v5.6.0"
-APP_TOKEN = "actions/create-github-app-token@d72941d797fd3113feb6b93fd0dec494b13a2547 # v1.12.0"
+# Each SHA is the commit its tag names in the action's repository (verified as docs/github.md,
+# "Pinned actions", says); all three run on node24.
+CHECKOUT = "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1"
+SETUP_PYTHON = "actions/setup-python@5fda3b95a4ea91299a34e894583c3862153e4b97 # v7.0.0"
+APP_TOKEN = "actions/create-github-app-token@1b10c78c7865c340bc4f6099eb2f838309f1e8c3 # v3.1.1"
+
+# What each App's installation token may do, a subset of the App's permissions (docs/github.md):
+# the Proposer pushes work branches, opens and labels pull requests and sets the gate's status;
+# the Reviewer pushes refs/notes/kb-reviews, reviews and sets the gate's status.
+TOKEN_PERMISSIONS = {
+    "proposer": {"contents": "write", "pull-requests": "write", "issues": "write", "statuses": "write"},
+    "reviewer": {"contents": "write", "pull-requests": "write", "statuses": "write"},
+}
 
 _SETUP = f"""\
       - uses: {SETUP_PYTHON}
@@ -37,13 +47,14 @@ _SETUP = f"""\
 
 def _token(app: str) -> str:
     upper = app.upper()
+    scopes = "".join(f"          permission-{name}: {level}\n" for name, level in TOKEN_PERMISSIONS[app].items())
     return f"""\
       - uses: {APP_TOKEN}
         id: app-token
         with:
-          app-id: ${{{{ vars.KB_{upper}_APP_ID }}}}
+          client-id: ${{{{ vars.KB_{upper}_APP_CLIENT_ID }}}}
           private-key: ${{{{ secrets.KB_{upper}_APP_KEY }}}}
-"""
+{scopes}"""
 
 
 def _checkout(ref: str = "", depth: int = 0, token: bool = False) -> str:
@@ -74,6 +85,7 @@ concurrency:
   cancel-in-progress: true
 jobs:
   kb-check:
+    name: kb-check
     runs-on: ubuntu-latest
     permissions:
       contents: read
@@ -94,6 +106,7 @@ concurrency:
   cancel-in-progress: true
 jobs:
   review:
+    name: kb-review
     if: startsWith(github.head_ref, 'kb/')
     runs-on: ubuntu-latest
     permissions:
@@ -125,6 +138,7 @@ concurrency:
   cancel-in-progress: false
 jobs:
   propose:
+    name: kb-propose
     runs-on: ubuntu-latest
     permissions:
       contents: read
@@ -151,6 +165,7 @@ concurrency:
   cancel-in-progress: true
 jobs:
   index:
+    name: kb-index
     runs-on: ubuntu-latest
     permissions:
       contents: read
@@ -167,11 +182,13 @@ on:
     - cron: "17 3 * * 1"
   workflow_dispatch:
 permissions: {{}}
+# One group with kb-propose: both write kb/ branches and open pull requests; never two at once.
 concurrency:
-  group: kb-consolidate
+  group: kb-propose
   cancel-in-progress: false
 jobs:
   consolidate:
+    name: kb-consolidate
     runs-on: ubuntu-latest
     permissions:
       contents: read

@@ -16,7 +16,7 @@ from kb.errors import ConfigError
 from kb.repo import Repo
 from pipeline.forge.changes import list_changes, merge_change, open_change, review_change
 from pipeline.forge.local import LocalForge
-from pipeline.forge.workflows import WORKFLOWS
+from pipeline.forge.workflows import TOKEN_PERMISSIONS, WORKFLOWS
 from pipeline.propose import propose
 from pipeline.records import parse_trailers
 from tests.conftest import CliResult
@@ -35,23 +35,43 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
     result = cli("github", "init", cwd=repo.root)
     assert result.code == 0 and result.out.count("wrote .github/workflows/") == len(WORKFLOWS)
     check, review = _load(repo.root, "kb-check.yml"), _load(repo.root, "kb-review.yml")
-    assert set(check["on"]) == {"pull_request", "merge_group"}
-    assert "if" not in check["jobs"]["kb-check"]  # a skipped required check would report success
+    # The required check runs on every pull request and merge-queue entry, unfiltered, and can be
+    # neither skipped (a skipped job reports success) nor allowed to fail.
+    assert check["on"] == {"pull_request": None, "merge_group": None}
+    job = check["jobs"]["kb-check"]
+    assert "if" not in job and "continue-on-error" not in job and job["name"] == "kb-check"
+    assert not any("if" in step or "continue-on-error" in step for step in job["steps"])
+    assert job["steps"][-1]["run"] == "kb check --format github"
+    assert review["on"] == {"pull_request": {"types": ["opened", "synchronize", "reopened"]}}
     assert review["jobs"]["review"]["if"] == "startsWith(github.head_ref, 'kb/')"
-    assert "workflow_dispatch" in _load(repo.root, "kb-propose.yml")["on"]
-    assert _load(repo.root, "kb-propose.yml")["on"]["push"]["paths"] == ["evidence/**"]
+    checkout = next(s for s in review["jobs"]["review"]["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["ref"] == "${{ github.event.pull_request.base.ref }}"  # the Reviewer's config comes from the base
+    propose = _load(repo.root, "kb-propose.yml")["on"]
+    assert propose == {"push": {"branches": ["main"], "paths": ["evidence/**"]}, "workflow_dispatch": None}
     consolidate = _load(repo.root, "kb-consolidate.yml")["on"]
-    assert "schedule" in consolidate and "workflow_dispatch" in consolidate
-    assert _load(repo.root, "kb-index.yml")["on"]["push"]["branches"] == ["main"]
+    assert set(consolidate) == {"schedule", "workflow_dispatch"} and len(consolidate["schedule"][0]["cron"].split()) == 5
+    assert _load(repo.root, "kb-index.yml")["on"] == {"push": {"branches": ["main"]}}
+    groups = {name: _load(repo.root, name)["concurrency"]["group"] for name in WORKFLOWS}
+    assert groups["kb-propose.yml"] == groups["kb-consolidate.yml"] == "kb-propose"  # both open PRs: one at a time
+    assert (
+        groups["kb-check.yml"] == "kb-check-${{ github.ref }}"
+        and groups["kb-review.yml"] == "kb-review-${{ github.event.pull_request.number }}"
+    )
     for name in WORKFLOWS:
         data = _load(repo.root, name)
-        assert data["permissions"] == {} and "group" in data["concurrency"]
+        assert data["permissions"] == {}
         for job in data["jobs"].values():
             assert job["permissions"] == {"contents": "read"}
             for step in job["steps"]:
                 if "uses" in step:
                     assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
-                assert "github.event" not in step.get("run", "")
+                if step.get("uses", "").startswith("actions/create-github-app-token@"):
+                    app = "reviewer" if name == "kb-review.yml" else "proposer"
+                    scopes = {k.removeprefix("permission-"): v for k, v in step["with"].items() if k.startswith("permission-")}
+                    assert scopes == TOKEN_PERMISSIONS[app], name  # the App token is narrowed too
+                assert "${{" not in step.get("run", "")  # values reach scripts through env:, never expanded
+    text = "".join(WORKFLOWS.values())
+    assert re.findall(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+\n", text) and not re.search(r"uses: \S+@(?![0-9a-f]{40} # v)", text)
     again = cli("github", "init")
     assert again.code == 0 and again.out.count("unchanged") == len(WORKFLOWS)
     (repo.root / ".github/workflows/kb-check.yml").write_text("name: mine\n")
