@@ -18,9 +18,9 @@ from ci.rules import conservation, replay
 from ci.rules.grounding import check_page_grounding
 from ci.rules.page_grounding import check_page_facts
 from ci.run import CheckReport, check_selection
-from ci.selection import plan_changed
+from ci.selection import plan_changed, plan_full
 from ci.snapshot import Snapshot
-from kb.errors import FormatError
+from kb.errors import FormatError, NotFoundError, UsageError
 from kb.evidence import LEDGER_PATH, parse_ledger
 from kb.page import Page
 from kb.repo import Repo
@@ -34,11 +34,15 @@ class GateReport(CheckReport):
         return render_text(self.findings, self.checked)
 
 
-def run_gate(view: Repo, base: pygit2.Commit) -> GateReport:
-    """Check what changed on a work branch (its worktree ``view``) since ``base``."""
+def run_gate(view: Repo, base: pygit2.Commit, full: bool = False) -> GateReport:
+    """Check what changed on a work branch (its worktree ``view``) since ``base``.
+
+    With ``full``, the checks cover the whole repository as ``kb check --base`` does (what CI
+    runs on a pull request); the grounding, conservation and replay rules apply to the change.
+    """
     snapshot = Snapshot.load(view.root, view.config)
     changed = view.changed_since(base)
-    selection = plan_changed(snapshot, changed, base)
+    selection = plan_full(snapshot, base) if full else plan_changed(snapshot, changed, base)
     report = check_selection(view, snapshot, selection)
     findings = list(report.findings)
     changed_pages = tuple(p for p in changed if p.endswith(".md") and snapshot.has_page(p))
@@ -50,6 +54,29 @@ def run_gate(view: Repo, base: pygit2.Commit) -> GateReport:
             findings.extend(check_page_facts(snapshot, page, base_evidence))
     findings.extend(conservation.check_change(view, snapshot, base) + replay.check_change(view, snapshot, base))
     return GateReport(sort_findings(findings), report.checked, changed_pages)
+
+
+def change_base(repo: Repo, rev: str) -> pygit2.Commit:
+    """The base of the change ``rev..HEAD``: the merge base of ``rev`` and HEAD, as a work
+    branch's base is its merge base with main. So a base branch that moved on after the change
+    forked does not count its newer commits as the change's removals."""
+    head = repo.head()
+    if head is None:
+        raise UsageError("the repository has no commits: there is no change to gate", hint="commit the change first")
+    fetch = "fetch the base's history (actions/checkout with `fetch-depth: 0`, or `git fetch origin REV`)"
+    try:
+        base = repo.resolve(rev)
+    except NotFoundError:
+        raise NotFoundError(f"unknown base commit or branch `{rev}`", hint=f"check `git log --oneline`; in CI, {fetch}") from None
+    try:
+        merge_base = repo.git.merge_base(base.id, head.id)
+    except pygit2.GitError:
+        merge_base = None
+    if merge_base is None:
+        raise NotFoundError(
+            f"the base `{rev}` shares no history with HEAD", hint=f"pass the commit the change started from; in CI, {fetch}"
+        )
+    return repo.git[merge_base].peel(pygit2.Commit)
 
 
 def _ledger_ids(view: Repo, base: pygit2.Commit) -> set[str] | None:

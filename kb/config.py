@@ -214,6 +214,15 @@ class Forge(_Strict):
             raise ValueError(f"expected owner/name, not {repository!r}")
         return repository
 
+    @field_validator("default_branch")
+    @classmethod
+    def _branch_name(cls, name: str) -> str:
+        import pygit2
+
+        if name.startswith("-") or not pygit2.reference_is_valid_name(f"refs/heads/{name}"):
+            raise ValueError(f"{name!r} is not a valid git branch name (the workflows' branch filters name it)")
+        return name
+
     @field_validator("proposer_token_env", "reviewer_token_env")
     @classmethod
     def _env_name(cls, name: str) -> str:

@@ -31,19 +31,35 @@ def check(
     paths: Annotated[list[Path] | None, typer.Argument(help="Only these pages or evidence files (default: the whole repository).")] = None,
     changed_only: Annotated[bool, typer.Option("--changed-only", help="Check only what changed since --base (default HEAD).")] = False,
     base: Annotated[str | None, typer.Option(help="Base commit: evidence must be append-only against it.")] = None,
+    gate: Annotated[
+        bool,
+        typer.Option("--gate", help="Also run the gate on the change --base..HEAD: grounding of changed claims, conservation, replay."),
+    ] = False,
     fmt: Annotated[str, typer.Option("--format", help="text | json | github")] = "text",
 ) -> None:
     """Validate pages, links, indexes, budgets, citations, evidence and secrets.
 
-    Exit 0 when clean, 1 when there are errors. Example: kb check --changed-only --base main
+    Exit 0 when clean, 1 when there are errors. Example: kb check --changed-only --base main;
+    in CI on a pull request: kb check --gate --base "$BASE_SHA" --format github
     """
     from ci.findings import render_github, render_json, render_text
-    from ci.run import run_checks
+    from ci.run import CheckReport, run_checks
 
     renderers = {"text": render_text, "json": render_json, "github": render_github}
     if fmt not in renderers:
         raise UsageError(f"unknown format {fmt!r}", hint="use text, json or github")
-    report = run_checks(open_repo(), changed_only=changed_only, base=base, paths=[str(p) for p in paths] if paths else None)
+    report: CheckReport
+    if gate:
+        from ci.gate import change_base, run_gate
+
+        if not base:
+            raise UsageError("--gate needs --base REV, the commit the change started from", hint="e.g. kb check --gate --base main")
+        if paths:
+            raise UsageError("--gate checks the whole change, not chosen paths", hint="drop the paths, or drop --gate")
+        repo = open_repo()
+        report = run_gate(repo, change_base(repo, base), full=not changed_only)
+    else:
+        report = run_checks(open_repo(), changed_only=changed_only, base=base, paths=[str(p) for p in paths] if paths else None)
     echo(renderers[fmt](report.findings, report.checked))
     if not report.ok:
         raise typer.Exit(EXIT_FINDINGS)

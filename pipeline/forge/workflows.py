@@ -1,8 +1,9 @@
 """The GitHub Actions workflows ``kb github init`` writes into ``.github/workflows/`` (docs/github.md).
 
-- ``kb-check.yml``: ``kb check --format github`` on every pull request and on ``merge_group``
-  (merge queues); the job has no ``if:``, because a skipped job reports success even as a
-  required check;
+- ``kb-check.yml``: ``kb check --gate --base BASE --format github`` (every check plus the
+  grounding gate of the change) on every pull request and on ``merge_group`` (merge queues),
+  with the full history so the base commit is there; the job has no ``if:``, because a skipped
+  job reports success even as a required check;
 - ``kb-review.yml``: the Reviewer on pull requests from ``kb/`` branches, as the reviewer App,
   from a checkout of the base branch (never the pull request's code or config);
 - ``kb-propose.yml``: the Proposer when evidence lands on the default branch, and on demand;
@@ -11,11 +12,13 @@
   of idle public repositories).
 
 Every job has least-privilege ``permissions:``, a concurrency group, actions pinned by commit SHA,
-and no ``${{ github.event.* }}`` inside ``run:`` (values reach scripts through ``env:``).
+and no ``${{ github.event.* }}`` inside ``run:`` (values reach scripts through ``env:``). The
+branch filters name the repository's ``forge.default_branch``.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kb.repo import atomic_write
@@ -57,8 +60,10 @@ def _token(app: str) -> str:
 {scopes}"""
 
 
-def _checkout(ref: str = "", depth: int = 0, token: bool = False) -> str:
-    lines = [f"      - uses: {CHECKOUT}", "        with:", f"          fetch-depth: {depth}", "          persist-credentials: false"]
+def _checkout(ref: str = "", token: bool = False) -> str:
+    """The full history (``fetch-depth: 0``): the check's base and the Reviewer's merge base
+    must be there."""
+    lines = [f"      - uses: {CHECKOUT}", "        with:", "          fetch-depth: 0", "          persist-credentials: false"]
     if ref:
         lines.append(f"          ref: {ref}")
     if token:
@@ -90,8 +95,10 @@ jobs:
     permissions:
       contents: read
     steps:
-{_checkout(depth=1)}{_SETUP}      - name: Checks
-        run: kb check --format github
+{_checkout()}{_SETUP}      - name: Checks and the grounding gate
+        env:
+          KB_BASE: ${{{{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}}}
+        run: kb check --gate --base "$KB_BASE" --format github
 """
 
 REVIEW = f"""\
@@ -124,12 +131,14 @@ jobs:
           kb pr review "$PR_NUMBER"
 """
 
-PROPOSE = f"""\
+
+def _propose(branches: str) -> str:
+    return f"""\
 # Written by `kb github init` (docs/github.md). Runs as the proposer GitHub App.
 name: kb-propose
 on:
   push:
-    branches: [main]
+    branches: [{branches}]
     paths: ["evidence/**"]
   workflow_dispatch:
 permissions: {{}}
@@ -153,12 +162,14 @@ jobs:
           done
 """
 
-INDEX = f"""\
+
+def _index(branches: str) -> str:
+    return f"""\
 # Written by `kb github init` (docs/github.md). Rebuilds the index from the merged commit.
 name: kb-index
 on:
   push:
-    branches: [main]
+    branches: [{branches}]
 permissions: {{}}
 concurrency:
   group: kb-index
@@ -173,6 +184,7 @@ jobs:
 {_checkout()}{_SETUP}      - name: Rebuild the index
         run: kb index build
 """
+
 
 CONSOLIDATE = f"""\
 # Written by `kb github init` (docs/github.md). The scheduled slot for consolidation jobs.
@@ -203,28 +215,40 @@ jobs:
           done
 """
 
-WORKFLOWS = {
-    "kb-check.yml": CHECK,
-    "kb-review.yml": REVIEW,
-    "kb-propose.yml": PROPOSE,
-    "kb-index.yml": INDEX,
-    "kb-consolidate.yml": CONSOLIDATE,
-}
+WORKFLOW_NAMES = ("kb-check.yml", "kb-review.yml", "kb-propose.yml", "kb-index.yml", "kb-consolidate.yml")
+
+
+def branch_filter(branch: str) -> str:
+    """``branch`` as one quoted entry of an Actions ``branches:`` filter: the filter's pattern
+    characters a git branch name may hold (``+``, ``!``, ``]``) are escaped to match themselves."""
+    for char in "+!]":
+        branch = branch.replace(char, "\\" + char)
+    return json.dumps(branch)
+
+
+def render_workflows(default_branch: str) -> dict[str, str]:
+    """File name -> text of each workflow, with ``default_branch`` in the push filters."""
+    branches = branch_filter(default_branch)
+    texts = (CHECK, REVIEW, _propose(branches), _index(branches), CONSOLIDATE)
+    return dict(zip(WORKFLOW_NAMES, texts, strict=True))
 
 
 def write_workflows(root: Path, force: bool = False) -> list[tuple[str, str]]:
-    """Write each workflow; one that exists with other content is kept unless ``force``."""
+    """Write each workflow for the repository at ``root`` (its ``forge.default_branch``); one that
+    exists with other content is kept unless ``force``."""
+    from kb.config import load_config
     from kb.errors import ConflictError
 
+    workflows = render_workflows(load_config(root).forge.default_branch)
     folder = root / ".github" / "workflows"
     folder.mkdir(parents=True, exist_ok=True)
     plan = []
-    for name, text in WORKFLOWS.items():
+    for name, text in workflows.items():
         path = folder / name
         if path.exists() and path.read_text(encoding="utf-8") != text and not force:
             raise ConflictError(f"{path} exists with other content", hint="pass --force to overwrite it (`kb github init --force`)")
         plan.append((path, "unchanged" if path.exists() and path.read_text(encoding="utf-8") == text else "wrote"))
     for path, action in plan:
         if action == "wrote":
-            atomic_write(path, WORKFLOWS[path.name].encode("utf-8"))
+            atomic_write(path, workflows[path.name].encode("utf-8"))
     return [(str(path), action) for path, action in plan]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kb.scaffold import init_repository
-from pipeline.forge.workflows import WORKFLOWS
+from pipeline.forge.workflows import WORKFLOW_NAMES
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
@@ -47,7 +47,7 @@ def workflow_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         os.chdir(cwd)
     assert code == 0
     files = sorted(str(p) for p in (root / ".github" / "workflows").glob("*.yml"))
-    assert [Path(f).name for f in files] == sorted(WORKFLOWS)
+    assert [Path(f).name for f in files] == sorted(WORKFLOW_NAMES)
     return files
 
 

@@ -16,7 +16,7 @@ from kb.errors import ConfigError
 from kb.repo import Repo
 from pipeline.forge.changes import list_changes, merge_change, open_change, review_change
 from pipeline.forge.local import LocalForge
-from pipeline.forge.workflows import TOKEN_PERMISSIONS, WORKFLOWS
+from pipeline.forge.workflows import TOKEN_PERMISSIONS, WORKFLOW_NAMES, branch_filter, render_workflows
 from pipeline.propose import propose
 from pipeline.records import parse_trailers
 from tests.conftest import CliResult
@@ -33,7 +33,7 @@ def _load(root: Path, name: str) -> dict[str, Any]:
 def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[Repo, dict[str, str]], cli: Cli) -> None:
     repo, _ = sample_repo
     result = cli("github", "init", cwd=repo.root)
-    assert result.code == 0 and result.out.count("wrote .github/workflows/") == len(WORKFLOWS)
+    assert result.code == 0 and result.out.count("wrote .github/workflows/") == len(WORKFLOW_NAMES)
     check, review = _load(repo.root, "kb-check.yml"), _load(repo.root, "kb-review.yml")
     # The required check runs on every pull request and merge-queue entry, unfiltered, and can be
     # neither skipped (a skipped job reports success) nor allowed to fail.
@@ -41,7 +41,13 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
     job = check["jobs"]["kb-check"]
     assert "if" not in job and "continue-on-error" not in job and job["name"] == "kb-check"
     assert not any("if" in step or "continue-on-error" in step for step in job["steps"])
-    assert job["steps"][-1]["run"] == "kb check --format github"
+    # every check plus the grounding gate of the change against the PR's or merge group's base,
+    # which reaches the script through env:, with the full history so the base commit exists
+    gate = job["steps"][-1]
+    assert gate["run"] == 'kb check --gate --base "$KB_BASE" --format github'
+    assert gate["env"] == {"KB_BASE": "${{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}"}
+    checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 0
     assert review["on"] == {"pull_request": {"types": ["opened", "synchronize", "reopened"]}}
     assert review["jobs"]["review"]["if"] == "startsWith(github.head_ref, 'kb/')"
     checkout = next(s for s in review["jobs"]["review"]["steps"] if s.get("uses", "").startswith("actions/checkout@"))
@@ -51,13 +57,13 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
     consolidate = _load(repo.root, "kb-consolidate.yml")["on"]
     assert set(consolidate) == {"schedule", "workflow_dispatch"} and len(consolidate["schedule"][0]["cron"].split()) == 5
     assert _load(repo.root, "kb-index.yml")["on"] == {"push": {"branches": ["main"]}}
-    groups = {name: _load(repo.root, name)["concurrency"]["group"] for name in WORKFLOWS}
+    groups = {name: _load(repo.root, name)["concurrency"]["group"] for name in WORKFLOW_NAMES}
     assert groups["kb-propose.yml"] == groups["kb-consolidate.yml"] == "kb-propose"  # both open PRs: one at a time
     assert (
         groups["kb-check.yml"] == "kb-check-${{ github.ref }}"
         and groups["kb-review.yml"] == "kb-review-${{ github.event.pull_request.number }}"
     )
-    for name in WORKFLOWS:
+    for name in WORKFLOW_NAMES:
         data = _load(repo.root, name)
         assert data["permissions"] == {}
         for job in data["jobs"].values():
@@ -70,13 +76,32 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
                     scopes = {k.removeprefix("permission-"): v for k, v in step["with"].items() if k.startswith("permission-")}
                     assert scopes == TOKEN_PERMISSIONS[app], name  # the App token is narrowed too
                 assert "${{" not in step.get("run", "")  # values reach scripts through env:, never expanded
-    text = "".join(WORKFLOWS.values())
+    text = "".join(render_workflows("main").values())
     assert re.findall(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+\n", text) and not re.search(r"uses: \S+@(?![0-9a-f]{40} # v)", text)
     again = cli("github", "init")
-    assert again.code == 0 and again.out.count("unchanged") == len(WORKFLOWS)
+    assert again.code == 0 and again.out.count("unchanged") == len(WORKFLOW_NAMES)
     (repo.root / ".github/workflows/kb-check.yml").write_text("name: mine\n")
     assert cli("github", "init").code == 8
     assert (repo.root / ".github/workflows/kb-check.yml").read_text() == "name: mine\n"
+
+
+def test_the_workflows_filter_on_the_configured_default_branch(sample_repo: tuple[Repo, dict[str, str]], cli: Cli) -> None:
+    repo, _ = sample_repo
+    config = repo.root / "kb.config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "forge:\n  default_branch: trunk\n", encoding="utf-8")
+    assert cli("github", "init", cwd=repo.root).code == 0
+    assert _load(repo.root, "kb-propose.yml")["on"]["push"] == {"branches": ["trunk"], "paths": ["evidence/**"]}
+    assert _load(repo.root, "kb-index.yml")["on"] == {"push": {"branches": ["trunk"]}}
+    assert "main" not in "".join(p.read_text() for p in (repo.root / ".github/workflows").iterdir())
+    # the pull-request workflows follow whatever base the PR targets: no branch filter to keep in step
+    assert _load(repo.root, "kb-check.yml")["on"] == {"pull_request": None, "merge_group": None}
+    # a later change of the default branch is a change of the files, kept unless --force
+    config.write_text(config.read_text(encoding="utf-8").replace("trunk", "release"), encoding="utf-8")
+    assert cli("github", "init").code == 8
+    assert cli("github", "init", "--force").out.count("wrote") == 2
+    assert _load(repo.root, "kb-index.yml")["on"] == {"push": {"branches": ["release"]}}
+    # filter pattern characters a branch name may hold match themselves
+    assert yaml.safe_load(f"[{branch_filter('c++!')}]") == ["c\\+\\+\\!"]
 
 
 @pytest.mark.parametrize(
@@ -87,6 +112,7 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
         ("{kind: github, repository: a/b, proposer_token_env: ghp_secret123}", "tokens never go in the config"),
         ("{kind: gitlab}", "forge.kind"),
         ("{token: x}", "unknown key `forge.token`"),
+        ("{default_branch: 'a..b'}", "'a..b' is not a valid git branch name"),
     ],
 )
 def test_the_forge_config_is_validated(forge: str, message: str) -> None:
