@@ -112,12 +112,13 @@ _ADVERBS = {
     "absolutely",
     "totally",
     "honestly",
+    "highly",
 }
 _BASE_VERBS = set(
     "prefer like love hate need want live work own drive use eat drink take travel plan speak enjoy know think "
     "feel hope try keep make play run read write study teach watch visit cook paint bake sing dance swim walk "
     "ride fly book pay save spend earn owe rent lease support volunteer attend care wish miss remember "
-    "believe mean get see find usually agree understand appreciate admire collect create practice".split()
+    "believe mean get see find usually agree understand appreciate admire collect create practice recommend".split()
 )
 
 

@@ -248,7 +248,8 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "visited",
         re.compile(
             rf"(?i:\b(?:I|we)(?:'ve| have) (?:been|traveled|travelled) to|\b(?:I|we) (?:just |recently |finally )?(?:visited|went to|traveled to|travelled to|"
-            rf"got back from|came back from|returned from))\s+(?P<v>{_PLACE})"
+            rf"got back from|came back from|returned from)|\b(?:I|we) (?:just |recently )?(?:took|made|went on|had) an? (?:[a-z]+ ){{0,2}}trip"
+            rf"(?: (?:last|this|over the) [a-z]+)? to)\s+(?P<v>{_PLACE})"
         ),
         False,
     ),

@@ -247,16 +247,18 @@ def test_facts_said_without_i_are_the_speakers_when_nobody_else_is_the_subject()
             ("Deborah", "Love my new job at the bakery!"),
             ("Deborah", "Just got back from Paris. Been teaching yoga for 5 years. Going to adopt a puppy next month."),
             ("Deborah", "Researching adoption agencies - it's been a dream."),
+            ("Deborah", "Took a short trip last week to Rome. Highly recommend it for sure!"),
         ]
     )
     sts = {s.quote: s for s in conversation_statements(conversation, {"Deborah"}, "Deborah")}
     assert sts["Just got back from Paris."].claim == "Deborah just got back from Paris."
     assert sts["Been teaching yoga for 5 years."].claim == "Deborah has been teaching yoga for 5 years."
     assert sts["Going to adopt a puppy next month."].claim == "Deborah is going to adopt a puppy next month."
+    assert sts["Highly recommend it for sure!"].claim == "Deborah highly recommends it for sure!"
     assert sts["Love my new job at the bakery!"].claim == 'Deborah said: "Love my new job at the bakery!"'  # "my" stays quoted
     found = cards(profile(plan([conversation])))
     assert found["employer"]["value"] == "the bakery"
-    assert found["visited:paris"]["value"] == "Paris"
+    assert found["visited:paris"]["value"] == "Paris" and found["visited:rome"]["value"] == "Rome"
     assert found["occupation"]["value"] == "teaching yoga"
     assert found["plan:adopt-a-puppy-next-month"]["value"] == "adopt a puppy next month"
     assert found["plan:researching-adoption-agencies"]["value"] == "Researching adoption agencies"
