@@ -178,7 +178,14 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         False,
     ),
-    ("pet", re.compile(rf"(?i:\bmy )(?P<v>{_PETS})\b(?!-)"), False),
+    # "my horse painting" is a painting
+    (
+        "pet",
+        re.compile(
+            rf"(?i:\bmy )(?P<v>{_PETS})\b(?!-)(?! (?i:painting|drawing|picture|photo|sculpture|toy|food|treat|costume|shirt|mug|print)s?\b)"
+        ),
+        False,
+    ),
     (
         "allergy",
         re.compile(r"(?i:\bI(?:'m| am) (?:severely |very |really )?allergic to)\s+(?P<v>[\w\-, ]+?)(?=[.;!]|,? but |,? so |$)"),
@@ -221,7 +228,7 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "hobby",
         re.compile(
-            rf"(?i:\bI (?:really |also |just |absolutely |totally )?(?:love|loved|enjoy|enjoyed|like|adore)|\bI (?:often |usually |regularly )?go)\s+(?P<v>(?:{_ACTIVITIES}|[a-z]+ing(?: (?!{_STOP})[a-z]+){{0,2}}))\b"
+            rf"(?i:\bI (?:really |also |just |absolutely |totally )?(?:love|loved|enjoy|enjoyed|like|adore)|\bI (?:often |usually |regularly )?go)\s+(?P<v>(?:(?:{_ACTIVITIES}|(?!being an?\b)[a-z]+ing)(?! (?:my|our|his|her|their)\b)(?: (?!{_STOP})[a-z]+){{0,2}}))\b"
         ),
         False,
     ),
@@ -257,7 +264,7 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "plan",
         re.compile(
             r"(?i:\b(?:I|we)(?:'m| am|'re| are) (?:planning|hoping|about|aiming) to|\b(?:I|we) (?:plan|intend|hope) to|"
-            r"\b(?:I|we)(?:'m| am|'re| are) (?:getting married|getting ready for|moving|starting|visiting|flying|traveling|travelling))\s*(?P<v>[^,;!?]{3,70}?)"
+            r"\b(?:I|we)(?:'m| am|'re| are) (?:getting married|getting ready for|moving|starting(?! to (?:realize|realise|feel|think|see|understand|get|believe|wonder|notice|learn)\b)|visiting|flying|traveling|travelling))\s*(?P<v>[^,;!?]{3,70}?)"
             r"(?=[,;!?]|\.(?:\s|$)| because| 'cause| cause| so | and I\b| but |$)"
         ),
         False,
@@ -663,7 +670,7 @@ ENTITY_KINDS = {
     "devices": "devices",
     "doctors": "doctors",
 }
-_BRAND_CARD = r"(?:Chase (?:Sapphire (?:Reserve|Preferred)|Freedom(?: Unlimited| Flex)?)|Sapphire (?:Reserve|Preferred)|AmEx(?: \w+)?|American Express(?: \w+)?|Capital One \w+|Citi \w+|Discover(?: it)?|Apple Card|Visa(?: \w+)?|Mastercard)"
+_BRAND_CARD = r"(?:Chase (?:Sapphire (?:Reserve|Preferred)|Freedom(?: Unlimited| Flex)?)|Sapphire (?:Reserve|Preferred)|AmEx(?: [A-Z]\w+)?|American Express(?: [A-Z]\w+)?|Capital One [A-Z]\w+|Citi [A-Z]\w+|Discover(?: it)?|Apple Card|Visa(?: [A-Z]\w+)?|Mastercard)"
 ENTITY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("cards", re.compile(rf"\b({_BRAND_CARD})\b(?: (?:card|credit card))?")),
     (

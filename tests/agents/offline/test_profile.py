@@ -284,3 +284,15 @@ def test_a_sentence_without_i_about_someone_else_is_not_the_speakers() -> None:
     sts = conversation_statements(conversation, {"Deborah"}, "Deborah")
     assert not any(s.implied for s in sts)
     assert "Deborah just got back from Paris" not in "\n".join(plan([conversation]).values())
+
+
+def test_phrasings_that_look_like_attributes_but_are_not() -> None:
+    """Found by judging the profile benchmark's items (bench/data/profile_judgments.yaml)."""
+    assert values("Here's a photo of my horse painting I did recently.") == []  # a painting, not a pet
+    assert values("It reminds me why I love being a mom.") == []  # a role, not a hobby
+    assert values("I love running my own studio.") == []  # a business, not running
+    assert values("I love running in the park.") == [("hobby:running", "running")]
+    assert values("I'm starting to realize that self-care is really important.") == []  # not a plan
+    assert values("I'm starting a dance studio.") == [("plan:a-dance-studio", "a dance studio")]
+    assert entities_of_text("Let Visa do it - you'll get better rates.", {}) == [("cards", "Visa")]  # not "Visa do"
+    assert entities_of_text("I'm using my corporate AmEx for the flights.", {}) == [("cards", "AmEx")]  # not "AmEx for"
