@@ -70,6 +70,13 @@ def normal(item: str) -> str:
     return " ".join(item.lower().split())
 
 
+def judged_as(item: str, judged: set[str]) -> bool:
+    """The item is in ``judged`` (normalised), or starts with an entry that ends in " ..." (a
+    card whose details, with their evidence ids, are too long to copy)."""
+    text = normal(item)
+    return text in judged or any(j.endswith(" ...") and text.startswith(j[:-4]) for j in judged)
+
+
 def run(facts_path: Path, data: Path, judgments_path: Path | None = None) -> list[dict[str, Any]]:
     spec = yaml.safe_load(facts_path.read_text(encoding="utf-8"))
     judged = yaml.safe_load(judgments_path.read_text(encoding="utf-8")) if judgments_path and judgments_path.exists() else {}
@@ -95,8 +102,8 @@ def run(facts_path: Path, data: Path, judgments_path: Path | None = None) -> lis
             verdicts = (judged or {}).get(label) or {}
             wrong_set = {normal(i) for i in verdicts.get("wrong") or []}
             right_set = {normal(i) for i in verdicts.get("right") or []}
-            wrong = [i for i in items if normal(i) in wrong_set]
-            right = [i for i in items if normal(i) not in wrong_set and (i in matching or normal(i) in right_set)]
+            wrong = [i for i in items if judged_as(i, wrong_set)]
+            right = [i for i in items if i not in wrong and (i in matching or judged_as(i, right_set))]
             unjudged = [i for i in items if i not in wrong and i not in right]
             rows.append(
                 {

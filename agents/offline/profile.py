@@ -232,6 +232,14 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         False,
     ),
+    # "I painted that lake sunrise": the craft, as its verb's stem (a verbatim part of the sentence)
+    (
+        "hobby",
+        re.compile(
+            r"(?i:\b(?:I|we) (?:also |still |just |recently |sometimes |often )?)(?P<v>paint|draw|sketch|sculpt|knit|crochet|sew)(?:ed|s)?\b"
+        ),
+        False,
+    ),
     (
         "hobby",
         re.compile(

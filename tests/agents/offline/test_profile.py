@@ -292,6 +292,7 @@ def test_phrasings_that_look_like_attributes_but_are_not() -> None:
     assert values("It reminds me why I love being a mom.") == []  # a role, not a hobby
     assert values("I love running my own studio.") == []  # a business, not running
     assert values("I love running in the park.") == [("hobby:running", "running")]
+    assert values("I painted that lake sunrise last year.") == [("hobby:paint", "paint")]  # but a painting is a craft
     assert values("I'm starting to realize that self-care is really important.") == []  # not a plan
     assert values("I'm starting a dance studio.") == [("plan:a-dance-studio", "a dance studio")]
     assert entities_of_text("Let Visa do it - you'll get better rates.", {}) == [("cards", "Visa")]  # not "Visa do"
