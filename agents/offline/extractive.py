@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from agents.offline.profile import Attribute, attributes_of_text, date_note, topic_of_text
+from agents.offline.profile import Attribute, attributes_of_text, date_note, implied_subject, topic_of_text
 from agents.protocols import EvidenceItem
 from kb.injection import unsafe_statement
 from kb.markdown import format_citation
@@ -66,6 +66,7 @@ class Statement:
     addressee: str = ""  # whom a "you" in it means
     note: str = ""  # relative dates anchored to the day it was said
     instruction: bool = False  # a user's standing instruction to their assistant
+    implied: str = ""  # the sentence with the "I" it leaves out ("I just got back from Paris")
 
 
 _VERB_S = {
@@ -111,12 +112,13 @@ _ADVERBS = {
     "absolutely",
     "totally",
     "honestly",
+    "highly",
 }
 _BASE_VERBS = set(
     "prefer like love hate need want live work own drive use eat drink take travel plan speak enjoy know think "
     "feel hope try keep make play run read write study teach watch visit cook paint bake sing dance swim walk "
     "ride fly book pay save spend earn owe rent lease support volunteer attend care wish miss remember "
-    "believe mean get see find usually agree understand appreciate admire collect create practice".split()
+    "believe mean get see find usually agree understand appreciate admire collect create practice recommend".split()
 )
 
 
@@ -194,11 +196,16 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
         by_user = is_user(speaker)
         answer = _short_answer(previous, speaker, text) if by_user else None
         addressee, via = _addressee(speaker, previous, everyone)
+        previous_text = previous[4] if previous is not None else ""
         previous = (start, end, speaker, time, text)
         found = len(out)
         date = _iso_date(time) or item.date
+        # what was said just before a sentence: a subject-less one may be about whoever that was about
+        before = ([q.strip() for q in SENTENCE_RE.findall(previous_text) if q.strip()] or [""])[-1]
         for ordinal, raw in enumerate(SENTENCE_RE.findall(text)):
             sentence = raw.strip()
+            said_before, before = before, sentence or before
+            implied = implied_subject(sentence, said_before) if by_user and sentence else ""
             words = sentence.split()
             # a standing instruction is given to an assistant: "Don't worry" said to a friend is not one
             instruction = by_user and not (addressee and _is_person(addressee)) and bool(INSTRUCTION_RE.search(sentence))
@@ -209,9 +216,9 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
             if withheld(sentence):
                 continue  # personal data the privacy policy keeps out of pages
             if by_user:
-                if not instruction and not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
+                if not instruction and not implied and not FIRST_PERSON_RE.search(sentence) and not re.search(r"\d", sentence):
                     continue
-                claim, span_start, to = _user_claim(sentence, name, start, instruction, addressee, via)
+                claim, span_start, to = _user_claim(sentence, name, start, instruction, addressee, via, implied)
             else:
                 if addressee is None or not is_user(addressee) or not _about_the_user(sentence):
                     continue  # not said to the user, or not about them
@@ -231,6 +238,7 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
                     addressee=to,
                     note=date_note(sentence, date),
                     instruction=instruction,
+                    implied=implied,
                 )
             )
         if answer is not None and len(out) == found and not withheld(text) and not withheld(answer[1]):
@@ -241,11 +249,14 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
     return out
 
 
-def _user_claim(sentence: str, name: str, start: int, instruction: bool, addressee: str | None, via: int | None) -> tuple[str, int, str]:
-    """The claim of a user's sentence, the line its citation starts on, and whom it addresses."""
+def _user_claim(
+    sentence: str, name: str, start: int, instruction: bool, addressee: str | None, via: int | None, implied: str = ""
+) -> tuple[str, int, str]:
+    """The claim of a user's sentence, the line its citation starts on, and whom it addresses
+    (a subject-less sentence is moved to the third person from its ``implied`` form)."""
     if instruction or not addresses_someone(sentence):
-        claim = third_person(sentence, name)
-        if claim == sentence or FIRST_PERSON_LEFT_RE.search(claim[len(name) :]):
+        claim = third_person(implied or sentence, name)
+        if claim == (implied or sentence) or FIRST_PERSON_LEFT_RE.search(claim[len(name) :]):
             # not moved to the third person, or only half ("Jo thinks I'll wait"):
             # quote the user instead, so that nobody reads "I" as someone else
             claim = f'{name} said: "{sentence}"'
@@ -332,6 +343,10 @@ def attributes_of(statement: Statement) -> list[Attribute]:
     read "I" and "my", which are the speaker)."""
     if not statement.by_user:
         return []
+    if statement.implied:  # read with its "I"; a value is still the verbatim part of the sentence
+        quote = statement.quote
+        at = [(a, quote.lower().find(a.value.lower())) for a in attributes_of_text(statement.implied)]
+        return [replace(a, value=quote[n : n + len(a.value)]) for a, n in at if n >= 0]
     return attributes_of_text(statement.quote)
 
 

@@ -118,13 +118,26 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         True,
     ),
-    ("occupation", re.compile(rf"(?i:\bI(?:'m| am)? (?:now |currently |still )?)(?P<v>(?:teach|teaching) {_WORDS})"), True),
+    (
+        "occupation",
+        re.compile(rf"(?i:\bI(?:'m| am|'ve been| have been)? (?:now |currently |still )?)(?P<v>(?:teach|teaching) {_WORDS})"),
+        True,
+    ),
     ("occupation", re.compile(r"(?i:\bI(?:'m| am)? (?:now |recently |just )?)(?P<v>retired)\b"), True),
     (
         "employer",
         re.compile(
             rf"(?i:\bI(?:'m| am)? (?:now |currently |still )?(?:work|working|worked) (?:at|for)|\bI (?:just )?(?:got a job|started (?:a new job|working)) (?:at|with|for)|"
             rf"\bI(?:'ve| have) been working (?:at|for))\s+(?P<v>{_ORG})"
+        ),
+        True,
+    ),
+    (
+        # "my new job at the bakery" (not "lost my job at ...": that is a former job)
+        "employer",
+        re.compile(
+            rf"(?i:(?<!lost )(?<!quit )(?<!left )(?<!old )\bmy (?:new |current |dream |first |part-time |full-time )?job (?:as (?:an? )?[a-z]+(?: [a-z]+)? )?at)\s+"
+            rf"(?P<v>{_ORG}|the (?!moment\b|weekend\b|end\b|same\b)[a-z]+(?: (?!{_STOP})[a-z]+)?)"
         ),
         True,
     ),
@@ -165,7 +178,14 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         ),
         False,
     ),
-    ("pet", re.compile(rf"(?i:\bmy )(?P<v>{_PETS})\b(?!-)"), False),
+    # "my horse painting" is a painting
+    (
+        "pet",
+        re.compile(
+            rf"(?i:\bmy )(?P<v>{_PETS})\b(?!-)(?! (?i:painting|drawing|picture|photo|sculpture|toy|food|treat|costume|shirt|mug|print)s?\b)"
+        ),
+        False,
+    ),
     (
         "allergy",
         re.compile(r"(?i:\bI(?:'m| am) (?:severely |very |really )?allergic to)\s+(?P<v>[\w\-, ]+?)(?=[.;!]|,? but |,? so |$)"),
@@ -208,7 +228,15 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "hobby",
         re.compile(
-            rf"(?i:\bI (?:really |also |just |absolutely |totally )?(?:love|loved|enjoy|enjoyed|like|adore)|\bI (?:often |usually |regularly )?go)\s+(?P<v>(?:{_ACTIVITIES}|[a-z]+ing(?: (?!{_STOP})[a-z]+){{0,2}}))\b"
+            rf"(?i:\bI (?:really |also |just |absolutely |totally )?(?:love|loved|enjoy|enjoyed|like|adore)|\bI (?:often |usually |regularly )?go)\s+(?P<v>(?:(?:{_ACTIVITIES}|(?!being an?\b)[a-z]+ing)(?! (?:my|our|his|her|their)\b)(?: (?!{_STOP})[a-z]+){{0,2}}))\b"
+        ),
+        False,
+    ),
+    # "I painted that lake sunrise": the craft, as its verb's stem (a verbatim part of the sentence)
+    (
+        "hobby",
+        re.compile(
+            r"(?i:\b(?:I|we) (?:also |still |just |recently |sometimes |often )?)(?P<v>paint|draw|sketch|sculpt|knit|crochet|sew)(?:ed|s)?\b"
         ),
         False,
     ),
@@ -234,7 +262,9 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
     (
         "visited",
         re.compile(
-            rf"(?i:\b(?:I|we)(?:'ve| have) (?:been|traveled|travelled) to|\b(?:I|we) (?:visited|went to|traveled to|travelled to))\s+(?P<v>{_PLACE})"
+            rf"(?i:\b(?:I|we)(?:'ve| have) (?:been|traveled|travelled) to|\b(?:I|we) (?:just |recently |finally )?(?:visited|went to|traveled to|travelled to|"
+            rf"got back from|came back from|returned from)|\b(?:I|we) (?:just |recently )?(?:took|made|went on|had) an? (?:[a-z]+ ){{0,2}}trip"
+            rf"(?: (?:last|this|over the) [a-z]+)? to)\s+(?P<v>{_PLACE})"
         ),
         False,
     ),
@@ -242,8 +272,17 @@ ATTRIBUTE_RULES: list[tuple[str, re.Pattern[str], bool]] = [
         "plan",
         re.compile(
             r"(?i:\b(?:I|we)(?:'m| am|'re| are) (?:planning|hoping|about|aiming) to|\b(?:I|we) (?:plan|intend|hope) to|"
-            r"\b(?:I|we)(?:'m| am|'re| are) (?:getting married|getting ready for|moving|starting|visiting|flying|traveling|travelling))\s*(?P<v>[^,;!?]{3,70}?)"
+            r"\b(?:I|we)(?:'m| am|'re| are) (?:getting married|getting ready for|moving|starting(?! to (?:realize|realise|feel|think|see|understand|get|believe|wonder|notice|learn)\b)|visiting|flying|traveling|travelling))\s*(?P<v>[^,;!?]{3,70}?)"
             r"(?=[,;!?]|\.(?:\s|$)| because| 'cause| cause| so | and I\b| but |$)"
+        ),
+        False,
+    ),
+    (
+        # something under way: "I'm researching adoption agencies", "I'm saving up for a house"
+        "plan",
+        re.compile(
+            r"(?i:\b(?:I|we)(?:'m| am|'re| are) (?:now |currently |also |still |just )?)(?P<v>(?:researching|looking into|saving (?:up )?for|"
+            r"training for|applying (?:for|to)) [^,;!?]{3,60}?)(?=[,;!?]|\.(?:\s|$)| [-–—] | because| so | and I\b| but |$)"
         ),
         False,
     ),
@@ -369,6 +408,77 @@ def attributes_of_text(text: str) -> list[Attribute]:
                 taken.append((m.start(), m.end()))
                 out.append(Attribute(attr.key, value, attr.single, attr.detail, _clean(attr.previous)))
     return out
+
+
+# ---- sentences without "I" ---------------------------------------------------------------
+
+# People leave the subject out when it is themselves: "Love my new job at the bakery!", "Just got
+# back from Paris", "Been teaching yoga for 5 years", "Going to adopt a puppy next month". Each
+# rule is a way such a sentence starts and the subject it leaves out; the verb forms are those
+# that only "I" (or "we") fits: "Loves her job" (someone else) and "Sounds great" (it) are not.
+_LEAD = r"(?:(?:oh|well|so|yeah|yes|and|also|plus|anyway|actually|honestly|finally)[,!]?\s+)*"
+_ADV = r"(?:(?:just|finally|recently|also|really|currently|still|now|totally|absolutely|actually|already)\s+)?"
+IMPLIED_SUBJECT_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(rf"^{_LEAD}(?={_ADV}been\s+(?:\w+ing|to|busy|married|together|sick|away)\b)", re.I), "I've "),
+    (
+        re.compile(
+            rf"^{_LEAD}(?={_ADV}(?:(?:going to|gonna)(?! be\b)|heading (?:to|off|out|home)|planning|thinking (?:of|about)|hoping to|looking forward|"
+            rf"working (?:as|at|for|on)|teaching|learning|researching|looking into|trying to|starting|moving|volunteering|training for|"
+            rf"studying|saving (?:up )?for|getting ready|loving)\b)",
+            re.I,
+        ),
+        "I'm ",
+    ),
+    (
+        re.compile(
+            rf"^{_LEAD}(?={_ADV}(?:got|went|moved|started|finished|bought|adopted|visited|quit|lost|joined|took|spent|signed up|"
+            rf"ran|painted|tried|decided|booked|learned|learnt|met|came back|returned|graduated|won(?!')|completed|celebrated|"
+            rf"picked up|finally got)\b(?! by\b))",
+            re.I,
+        ),
+        "I ",
+    ),
+    # a feeling about one's own things: "Love my new job", "Miss my dad" ("Love it!" says nothing)
+    (re.compile(rf"^{_LEAD}(?={_ADV}(?:(?:love|miss|hate|adore|enjoy|need)\s+(?:my|our)\b|(?:highly )?recommend\b))", re.I), "I "),
+]
+# "you" in it: the sentence is about, or to, the other person
+_TO_SOMEONE_RE = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|ya)\b", re.I)
+# a sentence whose subject is someone else ("My sister is visiting.", "How's your dad?",
+# "Did Tom get the job?"): a subject-less sentence right after it may be about them
+_OTHER_SUBJECT_RE = re.compile(
+    rf"^(?i:{_LEAD}(?:(?:how|what|where|when|why|did|does|do|is|was|has|have|will|are|and)(?:'s| is| was| are| did| does| has)?\s+)?)"
+    rf"(?:(?i:(?:my|your|his|her|their|our)\s+(?:\w+\s+)?(?:{_PARTNER}|{_FAMILY}|{_PETS}|boss|manager|coworkers?|colleagues?|neighbou?rs?))\b"
+    rf"|(?i:he|she|they|he's|she's|they're)\b"
+    rf"|(?<=\s)(?<!\bI )(?-i:(?!I\b)[A-Z][a-z]+)(?= \w+[^?]*\?)"
+    rf"|(?!(?:That|This|It|There|Here|How|What|Which|Who|Where|When|Why|Everything|Nothing|Life|Today|Wow|Thanks|Yes|Yeah|Oh|Well|So|Sounds|Looks)\b)"
+    rf"[A-Z][a-z]+(?:'s)? (?:is|was|has|had|just|got|went|and|said|told|loves?|started|moved|will|can)\b)"
+)
+
+
+# "Teaching yoga is my passion": the -ing phrase is the subject, not something the speaker is doing
+_SUBJECT_ING_RE = re.compile(
+    rf"^{_LEAD}\w+ing\b[^.!?,\-–—]*?\b(?:is|was|are|were|has|had|makes|made|helps|helped|can|gives|gave|keeps|means)(?:n't)?\b", re.I
+)
+
+
+def implied_subject(sentence: str, before: str = "") -> str:
+    """``sentence`` with the "I" it leaves out ("I just got back from Paris"), or "" when it has
+    a subject of its own or it may be about someone else: it speaks to someone ("you"), or the
+    sentence said just ``before`` it (the speaker's previous one, or the question it answers)
+    has another person as its subject ("How's your sister?" / "Just got back from Paris!")."""
+    text = sentence.strip()
+    if (
+        _TO_SOMEONE_RE.search(text)
+        or _SUBJECT_ING_RE.match(text)
+        or (before and _OTHER_SUBJECT_RE.search(before.strip()) and not implied_subject(before))
+    ):
+        return ""
+    for pattern, subject in IMPLIED_SUBJECT_RULES:
+        m = pattern.match(text)
+        if m:
+            rest = text[m.end() :]
+            return f"{subject}{rest[:1].lower()}{rest[1:]}"
+    return ""
 
 
 # ---- topics: what a sentence is about ----------------------------------------------------
@@ -568,7 +678,7 @@ ENTITY_KINDS = {
     "devices": "devices",
     "doctors": "doctors",
 }
-_BRAND_CARD = r"(?:Chase (?:Sapphire (?:Reserve|Preferred)|Freedom(?: Unlimited| Flex)?)|Sapphire (?:Reserve|Preferred)|AmEx(?: \w+)?|American Express(?: \w+)?|Capital One \w+|Citi \w+|Discover(?: it)?|Apple Card|Visa(?: \w+)?|Mastercard)"
+_BRAND_CARD = r"(?:Chase (?:Sapphire (?:Reserve|Preferred)|Freedom(?: Unlimited| Flex)?)|Sapphire (?:Reserve|Preferred)|AmEx(?: [A-Z]\w+)?|American Express(?: [A-Z]\w+)?|Capital One [A-Z]\w+|Citi [A-Z]\w+|Discover(?: it)?|Apple Card|Visa(?: [A-Z]\w+)?|Mastercard)"
 ENTITY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("cards", re.compile(rf"\b({_BRAND_CARD})\b(?: (?:card|credit card))?")),
     (

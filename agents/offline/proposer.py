@@ -28,14 +28,23 @@ from agents.offline.extractive import (
 )
 from agents.offline.indexes import new_index, upsert_index_entry
 from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
-from agents.offline.profile import ATTRIBUTE_LABELS, ENTITY_KINDS, SECTIONS, SELF_KEYS, entities_of_text, entity_details, profile_section
+from agents.offline.profile import (
+    ATTRIBUTE_LABELS,
+    ENTITY_KINDS,
+    SECTIONS,
+    SELF_KEYS,
+    TOPICS,
+    entities_of_text,
+    entity_details,
+    profile_section,
+)
 from agents.offline.profile import vehicle_of as vehicle_of
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
 from kb.config import Privacy
 from kb.injection import unsafe_statement
 from kb.markdown import slugify
-from kb.page import page_id_for_path, parse_page
+from kb.page import page_id_for_path, parse_page, render_page
 from kb.privacy import PLACEHOLDER_RE, holds
 from kb.scopes import SYSTEM, user_of
 from kb.tokens import count_tokens
@@ -163,6 +172,7 @@ def plan_user_memory(
             draft.add(st)
     if conversations:
         draft.profile()  # every user has a profile, even an empty one
+        draft.rename()
     return Plan(draft.writes(), draft.claims, draft.closed, tuple(i.id for i in items))
 
 
@@ -195,6 +205,7 @@ class _MemoryDraft:
             text = self.read(path)
             if text is not None and is_generated(text, path):
                 self.pages[path] = load_memory_page(text, path)
+                self.pages[path].title = title  # the user's name now (--reprocess under another speaker)
             elif text is not None:
                 return self.page(f"{slug}-memory", title, kind)
             else:
@@ -203,6 +214,23 @@ class _MemoryDraft:
 
     def profile(self) -> MemoryPage:
         return self.page("profile", f"{self.name}'s profile", "profile")
+
+    def titles(self) -> dict[str, str]:
+        """Every page this draft may write: slug -> title."""
+        out = {"profile": f"{self.name}'s profile", "timeline": f"{self.name}'s timeline", "notes": f"{self.name}: other facts"}
+        out |= {slug: f"{self.name}: {title.lower()}" for slug, title, _ in TOPICS}
+        out |= {kind: f"{self.name}: {what}" for kind, what in ENTITY_KINDS.items()}
+        return out
+
+    def rename(self) -> None:
+        """The pages of this user written under another name (``kb memory ingest --reprocess``
+        with a corrected speaker) renamed: each such page is rendered again under this name."""
+        for slug, title in self.titles().items():
+            for path in (f"{self.folder}/{slug}.md", f"{self.folder}/{slug}-memory.md"):
+                text = self.read(path)
+                if path not in self.pages and text is not None and is_generated(text, path) and parse_page(text, path).title != title:
+                    self.pages[path] = load_memory_page(text, path)
+                    self.pages[path].title = title
 
     def add(self, st: Statement) -> None:
         """File one statement: an instruction or attributes on the profile, the things it names
@@ -359,6 +387,7 @@ class _MemoryDraft:
         index_text = self.read(index_path) or new_index(
             self.folder, f"{self.name}'s memory", f"What {self.name} has told us, with sources.", self.scope
         )
+        index_text = _renamed_index(index_text, index_path, self.name)
         for path, memory in sorted(self.pages.items()):
             if memory.type == "timeline":
                 memory.sections = dict(sorted(memory.sections.items(), reverse=True))
@@ -391,6 +420,22 @@ TIMELINE_RE = re.compile(
     r"\b(?:went|visited|moved|bought|started|finished|met|joined|attended|ago|last|yesterday|will|plan|planning|going to|next|passed away|died|married)\b",
     re.I,
 )
+
+
+def _renamed_index(text: str, path: str, name: str) -> str:
+    """The folder index this proposer made (``<name>'s memory``) under the user's name now."""
+    page = parse_page(text, path)
+    old = str(page.meta.get("title", ""))
+    m = re.fullmatch(r"(.+)'s memory", old)
+    if not m or m.group(1) == name:
+        return text
+    meta = dict(page.meta, title=f"{name}'s memory")
+    if str(meta.get("summary", "")) == f"What {m.group(1)} has told us, with sources.":
+        meta["summary"] = f"What {name} has told us, with sources."
+    body = page.body.replace(f"# {old}", f"# {name}'s memory", 1).replace(
+        f"What {m.group(1)} has told us, with sources.", str(meta["summary"]), 1
+    )
+    return render_page(meta, body)
 
 
 def _close_entry(profile: MemoryPage, label: str, until: str) -> None:

@@ -77,3 +77,23 @@ def test_reprocess_replaces_the_memory_made_under_the_wrong_speaker(cli, tmp_pat
     assert "night nurse" not in memory and "Lisbon" in memory
     assert sorted(p.name for p in (root / "evidence").rglob("ev-*.md")) == evidence  # the evidence is the same
     assert cli("check").code == 0
+
+
+def test_reprocess_under_another_speaker_renames_the_memory_pages(cli, tmp_path: Path) -> None:
+    """Titles, L0s and the folder index name the speaker of the last derivation, not the first."""
+    root = tmp_path / "kb"
+    cli("init", str(root))
+    chat = write_chat(
+        tmp_path / "chat.json",
+        [("Deborah", "I moved to Lisbon last spring and my cats love the flat."), ("Jolene", "I work as a night nurse in Boston.")],
+        "2025-05-01T10:00:00",
+    )
+    assert cli("memory", "ingest", "--user", "deb", "--speaker", "Jolene", str(chat), "--no-index", cwd=root).code == 0
+    assert "title: Jolene's profile" in (root / "users/deb/profile.md").read_text()
+    fixed = cli("memory", "ingest", "--user", "deb", "--speaker", "Deborah", "--reprocess", str(chat), "--no-index")
+    assert fixed.code == 0 and "merged as" in fixed.out, fixed.err
+    pages = {p.name: p.read_text() for p in sorted((root / "users" / "deb").glob("*.md"))}
+    assert "title: Deborah's profile" in pages["profile.md"] and "# Deborah's profile" in pages["profile.md"]
+    assert "title: Deborah's memory" in pages["index.md"]
+    assert [name for name, text in pages.items() if "Jolene" in text] == [], {n: t for n, t in pages.items() if "Jolene" in t}
+    assert cli("check").code == 0
