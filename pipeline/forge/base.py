@@ -74,6 +74,21 @@ class ForgeReview:
 
 
 @dataclass(frozen=True)
+class ReviewThread:
+    """A thread of line comments on a change: its first comment (the one replies go to), where it
+    is, and whether the forge has marked it resolved or outdated (its line changed since)."""
+
+    id: str  # the forge's id of the thread (GitHub: the GraphQL node id resolveReviewThread takes)
+    comment_id: int  # the first comment's id (GitHub: the REST id replies are posted to)
+    path: str
+    line: int | None  # None when outdated (GitHub no longer places it on the current diff)
+    body: str
+    author: str
+    resolved: bool = False
+    outdated: bool = False
+
+
+@dataclass(frozen=True)
 class ReviewSubmission:
     verdict: Literal["approve", "request_changes"]
     body: str
@@ -114,6 +129,18 @@ class Forge(Protocol):
     def submit_review(self, change: Change, review: ReviewSubmission) -> None: ...
 
     def reviews(self, change: Change) -> list[ForgeReview]: ...
+
+    def review_threads(self, change: Change) -> list[ReviewThread]:
+        """The threads of line comments on ``change``, oldest first."""
+        ...
+
+    def reply(self, change: Change, thread: ReviewThread, body: str) -> None:
+        """Answer in ``thread`` (as the Reviewer) instead of opening a new one."""
+        ...
+
+    def resolve(self, thread: ReviewThread) -> None:
+        """Mark ``thread`` resolved (as the Reviewer)."""
+        ...
 
     def set_status(self, commit: str, context: str, state: StatusState, description: str) -> None: ...
 
