@@ -199,7 +199,7 @@ def _run_locked(
             try:
                 result.merge = steps.merge(result.proposal.branch, review.head)
             except StaleApprovalError as exc:  # a push after the review: review the new head
-                result.events.append(f"round {round_no}: {exc.message}")
+                result.events.append(f"round {round_no}: the approval of {review.head[:10]} is stale, refused: {exc.message}")
                 result.reason = f"{exc.message}; no round left to review it again (loop.max_rounds {max_rounds})"
                 continue
             except MergeConflictError as exc:  # the default branch moved into a conflict: propose again from it

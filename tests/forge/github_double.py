@@ -163,6 +163,17 @@ class GitHubDouble:
         commit = self.bare.create_commit(ref.name, sig, sig, message + "\n", index.write_tree(self.bare), [parent.id])
         return str(commit)
 
+    def merge_as_person(self, number: int) -> str:
+        """A person presses "Merge pull request" (no kb record, no rule checked)."""
+        pull = self.pulls[number]
+        base_ref = self.bare.references[f"refs/heads/{pull.base}"]
+        base_tip, head = base_ref.peel(pygit2.Commit), self.bare[self.branch_sha(pull.head) or pull.head_sha].peel(pygit2.Commit)
+        tree = self.bare.merge_commits(base_tip, head).write_tree(self.bare)
+        sig = pygit2.Signature("A person", "person@example.invalid")
+        commit = self.bare.create_commit(base_ref.name, sig, sig, f"Merge pull request #{number}\n", tree, [base_tip.id, head.id])
+        pull.merged, pull.state, pull.merge_sha, pull.head_sha = True, "closed", str(commit), str(head.id)
+        return str(commit)
+
     def file_at(self, branch: str, path: str) -> str | None:
         tree = self.bare.references[f"refs/heads/{branch}"].peel(pygit2.Commit).tree
         return self.bare[tree[path].id].data.decode("utf-8") if path in tree else None
