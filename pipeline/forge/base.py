@@ -83,7 +83,7 @@ class ReviewThread:
     path: str
     line: int | None  # None when outdated (GitHub no longer places it on the current diff)
     body: str
-    author: str
+    author: str  # as ``bare_login`` gives it
     resolved: bool = False
     outdated: bool = False
 
@@ -151,6 +151,11 @@ class Forge(Protocol):
     def merge(self, change: Change, expected_head: str, title: str, message: str) -> str:
         """Merge ``change`` only if its head is still ``expected_head``; the merge commit's id."""
         ...
+
+
+def bare_login(login: str) -> str:
+    """A login as GitHub's two APIs agree on it: GraphQL names a bot ``kb-reviewer``, REST ``kb-reviewer[bot]``."""
+    return login.removesuffix("[bot]")
 
 
 def hunks_of(diff: pygit2.Diff) -> list[Hunk]:

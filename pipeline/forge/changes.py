@@ -36,7 +36,7 @@ from kb.errors import ConfigError, ConflictError, ForgeError, GateError, MergeCo
 from kb.repo import Repo
 from pipeline.approval import check_provenance
 from pipeline.forge.authority import record_in, record_marker, reviews_by
-from pipeline.forge.base import KB_LABEL, Change, ChecksState, Forge, Hunk, LineComment, ReviewSubmission, ReviewThread
+from pipeline.forge.base import KB_LABEL, Change, ChecksState, Forge, Hunk, LineComment, ReviewSubmission, ReviewThread, bare_login
 from pipeline.forge.body import inputs_key, inputs_of, labels_for, render_body, title_for
 from pipeline.forge.remote import GitRemote
 from pipeline.merge import MergeRecord
@@ -230,17 +230,13 @@ def comment_text(message: str, evidence: str, fault: str) -> str:
     return f"{kind}{message}{where}"
 
 
-def _same_login(a: str, b: str) -> bool:
-    return a.removesuffix("[bot]") == b.removesuffix("[bot]")
-
-
 def plan_review(review: ReviewResult, hunks: list[Hunk], threads: list[ReviewThread], reviewer_login: str | None) -> ReviewPlan:
     """Decide what one review posts. A comment the Reviewer made before, in a thread of its own
     still open on the same file, is answered there; a new one is anchored on its line when the
     diff shows it, otherwise it goes into the body (GitHub rejects the whole review otherwise).
     The Reviewer's open threads whose comment it no longer makes (fixed, or outdated and not
     raised again) are resolved. Without ``forge.reviewer_login`` no thread is known to be its own."""
-    mine = [t for t in threads if not t.resolved and reviewer_login and _same_login(t.author, reviewer_login)]
+    mine = [t for t in threads if not t.resolved and reviewer_login and t.author == bare_login(reviewer_login)]
     anchored: list[LineComment] = []
     unanchored: list[str] = []
     replies: list[tuple[ReviewThread, str]] = []
@@ -248,7 +244,7 @@ def plan_review(review: ReviewResult, hunks: list[Hunk], threads: list[ReviewThr
         text = comment_text(comment.message, comment.evidence or "", comment.fault or "")
         thread = next((t for t in mine if t.path == comment.path and t.body == text and all(t is not r for r, _ in replies)), None)
         if thread is not None:
-            replies.append((thread, _still_applies(review.head, comment)))
+            replies.append((thread, _still_applies(review.head, comment, thread)))
         elif comment.path and comment.line and any(h.holds(comment.path, comment.line) for h in hunks):
             anchored.append(LineComment(comment.path, comment.line, text))
         else:
@@ -259,9 +255,10 @@ def plan_review(review: ReviewResult, hunks: list[Hunk], threads: list[ReviewThr
     return ReviewPlan(ReviewSubmission(review.verdict, body, tuple(anchored)), tuple(replies), resolve, len(unanchored))
 
 
-def _still_applies(head: str, comment: Comment) -> str:
+def _still_applies(head: str, comment: Comment, thread: ReviewThread) -> str:
     where = f", now at line {comment.line}" if comment.line else ""
-    return f"Still applies at {head[:10]}{where}."
+    moved = " (the line this thread was on has changed since)" if thread.outdated else ""
+    return f"Still applies at {head[:10]}{where}{moved}."
 
 
 def review_change(repo: Repo, ref: str, forge: Forge | None = None, round_no: int = 1, agents: Agents | None = None) -> ReviewOutcome:

@@ -28,7 +28,17 @@ from kb.config import Forge as ForgeConfig
 from kb.errors import ConfigError, ForgeError, KbError, StaleApprovalError
 from pipeline.approval import ApprovalAuthority
 from pipeline.forge.authority import ForgeAuthority
-from pipeline.forge.base import Change, ChecksState, ForgeReview, Hunk, ReviewState, ReviewSubmission, ReviewThread, StatusState
+from pipeline.forge.base import (
+    Change,
+    ChecksState,
+    ForgeReview,
+    Hunk,
+    ReviewState,
+    ReviewSubmission,
+    ReviewThread,
+    StatusState,
+    bare_login,
+)
 
 if TYPE_CHECKING:
     from githubkit import GitHub
@@ -342,11 +352,6 @@ class GitHubForge:
 
     def resolve(self, thread: ReviewThread) -> None:
         self.call("reviewer", f"resolve review thread {thread.id}", lambda g: g.graphql.request(RESOLVE_MUTATION, {"threadId": thread.id}))
-
-
-def bare_login(login: str) -> str:
-    """A login as both APIs can agree on it: GraphQL names the bot ``kb-reviewer``, REST ``kb-reviewer[bot]``."""
-    return login.removesuffix("[bot]")
 
 
 def to_thread(node: dict[str, Any]) -> ReviewThread | None:

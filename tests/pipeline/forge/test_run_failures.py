@@ -57,6 +57,7 @@ def test_a_conflict_with_a_moved_default_branch_is_proposed_again_from_the_new_b
     repo = github.repo
 
     def person_edits_main(pull: Pull) -> None:
+        del pull  # the person edits the default branch, not the pull request
         text = double.file_at("main", INDEX)
         assert text is not None
         double.commit_as_person("main", INDEX, text + "Maintained by the travel team.\n", "Note who keeps the index")

@@ -9,10 +9,16 @@ from collections.abc import Callable
 
 import pytest
 
+from agents.llm import Usage
+from agents.schemas import Comment
+from ci.gate import GateReport
 from kb.errors import ForgeError
 from kb.repo import Repo
-from pipeline.forge.base import ReviewThread
+from pipeline.forge.base import Hunk, LineComment, ReviewThread
+from pipeline.forge.changes import comment_text, open_change, plan_review
 from pipeline.propose import propose
+from pipeline.records import ReviewRecord
+from pipeline.review import ReviewResult
 from pipeline.workspace import open_workspace
 from tests.conftest import CliResult
 from tests.forge.github_double import Thread
@@ -74,8 +80,6 @@ def test_graphql_refusals_are_one_line_errors(github: ForgeSetup) -> None:
     repo = github.repo
     branch = propose(repo).branch
     forge = github.forge()
-    from pipeline.forge.changes import open_change
-
     change = open_change(repo, branch, forge).change
     assert forge.review_threads(change) == []
     elsewhere = type(forge)(repo.config.forge.model_copy(update={"repository": "acme/other"}), forge.env)
@@ -88,3 +92,37 @@ def test_graphql_refusals_are_one_line_errors(github: ForgeSetup) -> None:
     assert "$KB_REVIEWER_TOKEN" in caught.value.hint
     with pytest.raises(ForgeError, match=r"reply in a review thread of #1 \(404\): Not Found"):
         forge.reply(change, thread, "still so")
+
+
+def _review(verdict: str, comments: list[Comment]) -> ReviewResult:
+    record = ReviewRecord(
+        branch="kb/x", head="a" * 40, base="b" * 40, round=2, verdict=verdict,  # type: ignore[arg-type]
+        reviewer_model="m", reviewer_family="f", proposer_model="p", proposer_family="q", at="2025-06-18T12:00:00+00:00",
+    )  # fmt: skip
+    return ReviewResult("kb/x", "a" * 40, "b" * 40, verdict, "s", tuple(comments), GateReport([], 0), record, Usage())  # type: ignore[arg-type]
+
+
+def test_plan_review_matches_threads_by_file_and_text_whatever_the_bot_suffix() -> None:
+    """The pure decision: GraphQL's ``kb-reviewer`` is REST's ``kb-reviewer[bot]``; a comment made
+    again is answered in its thread (outdated or not, saying so), a new one anchored if its line
+    is in the diff, else put in the body; the Reviewer's other open threads are resolved."""
+    again = Comment(path=TRAVEL, line=20, message="Wrong number.", evidence="ev-1#L6")
+    new = Comment(path=TRAVEL, line=5, message="Too vague.")
+    outside = Comment(path="kb.config.yaml", line=1, message="Not in the diff.")
+    text = comment_text(again.message, "ev-1#L6", "")
+    threads = [
+        ReviewThread("T1", 11, TRAVEL, None, text, "kb-reviewer", outdated=True),
+        ReviewThread("T2", 12, TRAVEL, 9, "Fixed since.", "kb-reviewer"),
+        ReviewThread("T3", 13, TRAVEL, 9, "Fixed long ago.", "kb-reviewer", resolved=True),
+        ReviewThread("T4", 14, TRAVEL, 5, text, "alice"),
+    ]
+    plan = plan_review(_review("request_changes", [again, new, outside]), [Hunk(TRAVEL, 1, 30)], threads, "kb-reviewer[bot]")
+    assert [(t.id, body) for t, body in plan.replies] == [
+        ("T1", f"Still applies at {'a' * 10}, now at line 20 (the line this thread was on has changed since).")
+    ]
+    assert [t.id for t in plan.resolve] == ["T2"]
+    assert plan.submission.comments == (LineComment(TRAVEL, 5, "Too vague."),)
+    assert plan.in_body == 1 and "`kb.config.yaml:1`: Not in the diff." in plan.submission.body
+    assert "Earlier threads: 1 still apply (answered there), 1 resolved." in plan.submission.body
+    unknown = plan_review(_review("approve", []), [], threads, None)  # no reviewer_login: no thread is known to be kb's
+    assert unknown.replies == () and unknown.resolve == ()
