@@ -180,8 +180,8 @@ def _run_locked(
     retract: tuple[str, ...],
     steps: LoopSteps,
 ) -> RunResult:
+    steps.start()  # on a forge, main is synced first: the config, rules and prompts are the default branch's
     agents = make_agents(repo.config)
-    steps.start()
     proposal = propose(repo, ids, since, user_speakers, agents, for_run=True, retract=retract)
     result = RunResult(proposal)
     if proposal.head is None:

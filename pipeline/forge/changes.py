@@ -454,6 +454,8 @@ def sync_main(repo: Repo, remote: GitRemote | None, build: bool = True) -> Build
                         hint=f"push them through a pull request, or reset to {remote.name}/{default}",
                     )
                 repo.move_head(new)
+                if "config" in vars(repo):
+                    del repo.config  # main's kb.config.yaml may have changed: read it again (a cached_property)
     return _build(repo) if build else None
 
 

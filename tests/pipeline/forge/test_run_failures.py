@@ -110,3 +110,20 @@ def test_the_forge_option_needs_a_configured_forge(cli: Cli, tmp_path: Path) -> 
     assert result.code == 4 and "the GitHub forge needs forge.repository (owner/name) in kb.config.yaml" in result.err
     bad = cli("run", "--forge", "gitlab")
     assert bad.code == 2 and "unknown forge 'gitlab'" in bad.err
+
+
+def test_the_run_reads_the_config_of_the_default_branch_it_synced(github: ForgeSetup, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person lowered loop.max_rounds on github.com: the run, synced first, stops after one round."""
+    double = github.double
+    config = double.file_at("main", "kb.config.yaml")
+    assert config is not None and "max_rounds: 3" in config
+    double.commit_as_person("main", "kb.config.yaml", config.replace("max_rounds: 3", "max_rounds: 1"), "One round")
+
+    def rule_bug(snapshot: Snapshot, page: Page) -> list[Finding]:
+        found = check_page_grounding(snapshot, page)
+        return found + [Finding(page.path, c.line, "grounding.negation", f"[^{c.labels[0]}] flagged") for c in page.structure.claims]  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ci.gate, "check_page_grounding", rule_bug)
+    result = cli("run", "--no-index", cwd=github.repo.root)
+    assert result.code == 1 and "needs-human: not approved after 1 round(s)" in result.out, result.out + result.err
+    assert len(double.pulls[1].reviews) == 1
