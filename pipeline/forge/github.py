@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -105,12 +106,19 @@ class RetryPolicy:
 class GitHubForge:
     kind = "github"
 
-    def __init__(self, config: ForgeConfig, env: Mapping[str, str] | None = None, base_delay_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        config: ForgeConfig,
+        env: Mapping[str, str] | None = None,
+        base_delay_s: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         assert config.repository is not None  # the config's validator requires it for kind github
         self.config = config
         self.owner, self.name = config.repository.split("/", 1)
         self.env = os.environ if env is None else env
         self.retry = RetryPolicy(config.max_retries, config.max_wait_s, base_delay_s)
+        self.sleep = sleep
         self._clients: dict[Role, GitHub] = {}  # kept referenced: githubkit refuses a collected client
 
     # ---- plumbing ------------------------------------------------------------------------
@@ -163,7 +171,7 @@ class GitHubForge:
             message = github_message(exc.response.raw_response.text)
             var = self.token_var(role)
             hint = HINTS.get(status, "see GitHub's message").format(var=var, repository=self.config.repository, ref=ref or "N")
-            if status in (403, 429) and "rate limit" in message.lower():
+            if status in (200, 403, 429) and "rate limit" in message.lower():  # 200: GraphQL says so in its body
                 hint = f"GitHub's rate limit for the {role} token: wait until it resets (longer than forge.max_wait_s) and run again"
             error = (refusals or {}).get(status, ForgeError)
             raise error(f"GitHub refused to {what} ({status}): {message}", hint=hint) from None
@@ -171,6 +179,23 @@ class GitHubForge:
             raise ForgeError(
                 f"cannot reach GitHub at {self.config.api_url} to {what}: {exc.exc}", hint="check forge.api_url and the network"
             ) from None
+
+    def graphql(self, g: GitHub, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """One GraphQL request. GitHub reports a GraphQL rate limit in the body of a 200 answer,
+        which githubkit raises after its own retries are done; so it is retried here, with the
+        same ``RetryPolicy``."""
+        from githubkit.exception import RateLimitExceeded
+
+        attempt = 0
+        while True:
+            try:
+                return g.graphql.request(query, variables)
+            except RateLimitExceeded as exc:
+                decision = self.retry(exc, attempt)
+                if not decision.do_retry:
+                    raise
+                self.sleep(decision.retry_after.total_seconds() if decision.retry_after else 0.0)
+                attempt += 1
 
     # ---- the interface -------------------------------------------------------------------
 
@@ -330,7 +355,7 @@ class GitHubForge:
             cursor = None
             while True:
                 variables = {"owner": self.owner, "name": self.name, "number": change.number, "cursor": cursor}
-                data = g.graphql.request(THREADS_QUERY, variables)
+                data = self.graphql(g, THREADS_QUERY, variables)
                 page = ((data.get("repository") or {}).get("pullRequest") or {}).get("reviewThreads") or {}
                 threads += [thread for node in page.get("nodes") or [] if (thread := to_thread(node)) is not None]
                 info = page.get("pageInfo") or {}
@@ -351,7 +376,7 @@ class GitHubForge:
         )
 
     def resolve(self, thread: ReviewThread) -> None:
-        self.call("reviewer", f"resolve review thread {thread.id}", lambda g: g.graphql.request(RESOLVE_MUTATION, {"threadId": thread.id}))
+        self.call("reviewer", f"resolve review thread {thread.id}", lambda g: self.graphql(g, RESOLVE_MUTATION, {"threadId": thread.id}))
 
 
 def to_thread(node: dict[str, Any]) -> ReviewThread | None:

@@ -21,7 +21,7 @@ from pipeline.records import ReviewRecord
 from pipeline.review import ReviewResult
 from pipeline.workspace import open_workspace
 from tests.conftest import CliResult
-from tests.forge.github_double import Thread
+from tests.forge.github_double import Answer, Thread
 from tests.pipeline.forge.conftest import ForgeSetup
 
 Cli = Callable[..., CliResult]
@@ -81,7 +81,14 @@ def test_graphql_refusals_are_one_line_errors(github: ForgeSetup) -> None:
     branch = propose(repo).branch
     forge = github.forge()
     change = open_change(repo, branch, forge).change
-    assert forge.review_threads(change) == []
+    limited = {"errors": [{"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1."}]}
+    github.double.fail_next = [Answer(200, limited, {"retry-after": "0"})]
+    assert forge.review_threads(change) == []  # GraphQL's rate limit (status 200) is waited out, then retried
+    assert github.double.calls[-2:] == ["POST /graphql", "POST /graphql"]
+    github.double.fail_next = [Answer(200, limited, {"retry-after": "3600"})]
+    with pytest.raises(ForgeError, match=r"API rate limit exceeded for user ID 1") as limit:
+        forge.review_threads(change)  # longer than forge.max_wait_s: an error saying so
+    assert "rate limit for the reviewer token" in limit.value.hint
     elsewhere = type(forge)(repo.config.forge.model_copy(update={"repository": "acme/other"}), forge.env)
     with pytest.raises(ForgeError, match=r"GraphQL API refused to read the review threads of #1: Could not resolve to a Repository"):
         elsewhere.review_threads(change)
