@@ -38,7 +38,7 @@ def _edit(repo: Repo, branch: str, old: str, new: str) -> str:
 
 def test_a_re_review_replies_in_its_threads_and_resolves_what_no_longer_applies(github: ForgeSetup, cli: Cli) -> None:
     repo, double = github.repo, github.double
-    branch = propose(repo).branch
+    branch = propose(repo, [github.ids["s1"]]).branch  # alice's first chat: users/alice/travel.md
     _edit(repo, branch, "LH-992-114-07", "LH-992-114-08")  # a quote the evidence does not say
     assert cli("pr", "open", branch, cwd=repo.root).code == 0
     first = cli("pr", "review", "1")
