@@ -126,3 +126,26 @@ def test_the_run_reads_the_config_of_the_default_branch_it_synced(github: ForgeS
     result = cli("run", "--evidence", github.ids["policy"], "--no-index", cwd=github.repo.root)
     assert result.code == 1 and "needs-human: not approved after 1 round(s)" in result.out, result.out + result.err
     assert len(double.pulls[1].reviews) == 1
+
+
+def test_a_push_after_the_approval_is_reviewed_again_before_any_merge(github: ForgeSetup, cli: Cli) -> None:
+    """kb itself refuses the stale approval (the PR's head is not the approved one) before asking
+    GitHub to merge; the loop reviews the new head and merges that."""
+    double = github.double
+    policy = "knowledge/travel-policy.md"
+
+    def person_pushes(pull: Pull) -> None:
+        text = double.file_at(pull.head, policy)
+        assert text is not None
+        double.commit_as_person(pull.head, policy, text.replace("title: Company travel policy", "title: Travel policy"), "Shorter title")
+
+    double.meanwhile.append(("review", person_pushes))
+    result = cli("run", "--evidence", github.ids["policy"], "--no-index", cwd=github.repo.root)
+    assert result.code == 0, result.out + result.err
+    pull = double.pulls[1]
+    approved, pushed = pull.reviews[0]["commit_id"], pull.reviews[1]["commit_id"]
+    assert f"round 1: the approval of {approved[:10]} is stale, refused: #1 moved to {pushed[:10]} after the review" in result.out
+    assert [r["state"] for r in pull.reviews] == ["APPROVED", "APPROVED"] and pull.merged
+    assert "PUT /repos/acme/kb/pulls/1/merge" in double.calls and double.calls.count("PUT /repos/acme/kb/pulls/1/merge") == 1
+    main = double.bare.references["refs/heads/main"].peel(pygit2.Commit)
+    assert parse_trailers(main.message)["Kb-Head"] == pushed and parse_trailers(main.message)["Kb-Verdicts"] == "r1:approve, r2:approve"
