@@ -132,6 +132,14 @@ class ProvenanceError(GateError):
     default_hint = "propose the change with `kb propose` (or `kb run`), which records who proposed it"
 
 
+class StaleApprovalError(GateError):
+    """The change's head moved after the review that approved it: the approval is of an older
+    commit (a push after the review; GitHub answers 409 to a merge given the reviewed head)."""
+
+    exit_code = 11
+    default_hint = "review the new head (`kb pr review N`), then merge; `kb run` does this itself"
+
+
 class DeterministicReviewError(GateError):
     """The built-in deterministic Reviewer, run again at merge, does not approve the head."""
 
@@ -143,6 +151,13 @@ class ForgeError(KbError):
     repository, missing permission, a moved head, a rule of the repository."""
 
     exit_code = 18
+
+
+class MergeConflictError(ConflictError):
+    """A change that no longer merges: the default branch moved and now conflicts with it."""
+
+    exit_code = 8
+    default_hint = "propose again from the new base (`kb run` re-proposes onto the same pull request by itself)"
 
 
 class BudgetExceededError(KbError):

@@ -186,6 +186,7 @@ def propose(
     agents: Agents | None = None,
     for_run: bool = False,
     retract: tuple[str, ...] = (),
+    branch: str | None = None,
 ) -> Proposal:
     """Create a work branch with the Proposer's change for the selected evidence (holding the
     repository lock). The branch is named in ``.kb/open-branch.json`` while it is written (and,
@@ -195,11 +196,14 @@ def propose(
     ``retract``: evidence ids (among those selected) proposed again from scratch: before the
     Proposer runs, the branch drops the claims, facts and footnotes that cite them from the pages
     it may write (``kb memory ingest --reprocess``), so the new claims replace the old ones in
-    one reviewed change."""
+    one reviewed change.
+
+    ``branch``: the name to write on (a name no local branch has), instead of a new one: ``kb run``
+    proposing the same evidence again from a moved base, onto the same pull request."""
     with repo.write_lock():
         drop_abandoned_branch(repo)
         try:
-            return _propose(repo, ids, since, user_speakers, agents, retract)
+            return _propose(repo, ids, since, user_speakers, agents, retract, branch)
         finally:
             if not for_run:
                 close_open_branch(repo)
@@ -256,6 +260,7 @@ def _propose(
     user_speakers: Mapping[str, tuple[str, ...]] | None,
     agents: Agents | None,
     retract: tuple[str, ...] = (),
+    name: str | None = None,
 ) -> Proposal:
     agents = agents or make_agents(repo.config)
     entries = select_evidence(repo, ids, since)
@@ -265,7 +270,7 @@ def _propose(
         base = str(head.id) if head is not None else ""
         note = "no new evidence: every item in the ledger has been proposed (add evidence with `kb evidence add`)"
         return Proposal("", base, None, (), (), 0, 0, agents.proposer.identity, "", (note,))
-    branch = unused_branch(repo, branch_name(entries))
+    branch = name or unused_branch(repo, branch_name(entries))
     atomic_write(repo.state_dir / OPEN_BRANCH, json.dumps({"branch": branch}).encode())
     workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed_prefixes(entries))
     if retract:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kb.cli.common import echo, open_repo, progress
-from kb.errors import EXIT_FINDINGS
+from kb.errors import EXIT_FINDINGS, UsageError
 
 if TYPE_CHECKING:
     from pipeline.review import ReviewResult
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 EvidenceOpt = Annotated[list[str] | None, typer.Option("--evidence", help="Evidence ids (repeatable).")]
 SinceOpt = Annotated[str | None, typer.Option(help="Evidence added after this commit.")]
 NoIndexOpt = Annotated[bool, typer.Option("--no-index", help="Skip the incremental index build after merging.")]
+ForgeOpt = Annotated[
+    str | None, typer.Option("--forge", help="local | github: where changes are reviewed and merged (default: forge.kind).")
+]
 
 
 def _print_review(review: ReviewResult, as_json: bool) -> None:
@@ -87,16 +90,22 @@ def merge(
         echo(f"index: {build_index(repo, progress=progress).summary()}")
 
 
-def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexOpt = False) -> None:
+def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexOpt = False, forge: ForgeOpt = None) -> None:
     """Propose, check, review and revise until approved (then merge) or out of budget.
 
-    A branch that does not converge is left unmerged and marked needs-human (exit 1).
-    Example: kb run
+    A branch that does not converge is left unmerged and marked needs-human (exit 1). With
+    --forge github the loop runs through a pull request (docs/github.md): revisions are pushed
+    to it, the Reviewer posts PR reviews, the merge goes through the API, and a change that does
+    not converge leaves the pull request open, labelled needs-human.
+    Example: kb run --forge github
     """
+    from pipeline.forge.changes import make_forge
     from pipeline.loop import run_loop
 
+    if forge not in (None, "local", "github"):
+        raise UsageError(f"unknown forge {forge!r}", hint="use --forge local or --forge github")
     repo = open_repo()
-    result = run_loop(repo, evidence or None, since, build_index=False)
+    result = run_loop(repo, evidence or None, since, build_index=False, forge=make_forge(repo, forge))
     if result.proposal.head is None:
         echo(f"nothing to do: {'; '.join(result.proposal.notes) or 'no claims could be proposed from the new evidence'}")
         return
@@ -105,6 +114,9 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
     )
     for note in result.proposal.notes:
         echo(f"note: {note}")
+    change = result.change
+    if change is not None:
+        echo(f"pull request {change.ref} {change.url}".rstrip())
     for n, r in enumerate(result.reviews):
         echo(f"round {r.record.round}: {r.verdict} by {r.record.reviewer_model} ({len(r.comments)} comment(s))")
         for c in r.comments[:10]:
@@ -115,12 +127,18 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
             echo(f"revision {n + 1}: withdrew {withdrawal.total} claim(s){': ' + counts if counts else ''}")
             for note in withdrawal.notes:
                 echo(f"    {note}")
+    for event in result.events:
+        echo(event)
     if result.merge is not None:
-        echo(f"merged as {result.merge.commit[:10]}; review record {result.merge.record_path}")
+        merged = f"merged {change.ref} " if change is not None else "merged "
+        echo(f"{merged}as {result.merge.commit[:10]}; review record {result.merge.record_path}")
         if not no_index:  # after the merge is reported: Ctrl-C during the build loses nothing said done
             from kb.retrieval.build import build_index
 
             echo(f"index: {build_index(repo, progress=progress).summary()}")
+    elif change is not None:
+        echo(f"needs-human: {result.reason}; pull request {change.ref} ({change.branch}) left open, labelled needs-human")
+        raise typer.Exit(EXIT_FINDINGS)
     else:
         echo(f"needs-human: {result.reason}; branch {result.proposal.branch} left unmerged")
         raise typer.Exit(EXIT_FINDINGS)

@@ -58,6 +58,8 @@ def pr_review(number: ChangeArg) -> None:
     review = outcome.review
     echo(f"{outcome.change.ref} @ {review.head[:10]}: {review.verdict} by {review.record.reviewer_model} ({review.record.reviewer_family})")
     echo(f"  {outcome.anchored} line comment(s), {outcome.in_body} comment(s) in the body")
+    if outcome.replied or outcome.resolved:
+        echo(f"  earlier threads: {outcome.replied} replies, {outcome.resolved} thread(s) resolved")
     if review.verdict != "approve":
         raise typer.Exit(EXIT_FINDINGS)
 

@@ -5,6 +5,7 @@
 - ``github``: pull requests on GitHub through ``githubkit``;
 - ``remote``: git push and fetch (the ``git`` binary), kept apart from the API;
 - ``changes``: the jobs behind ``kb pr open|review|merge|list|status`` and ``kb sync``;
+- ``run``: the steps of ``kb run`` on a forge (``pipeline.loop``'s seam), made of those jobs;
 - ``body``: what a pull request says (evidence, pages, claims, gate) and its labels;
 - ``workflows``: the GitHub Actions workflows ``kb github init`` writes.
 """

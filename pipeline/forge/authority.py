@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pydantic
 import pygit2
 
-from kb.errors import GateError, MalformedReviewError, ReviewBlockedError, ReviewMismatchError
+from kb.errors import GateError, MalformedReviewError, ReviewBlockedError, ReviewMismatchError, StaleApprovalError
 from kb.repo import Repo
 from pipeline.approval import check_fields, check_provenance, check_trust_files, recheck, required_reviewer
 from pipeline.records import ReviewRecord
@@ -93,7 +93,7 @@ class ForgeAuthority:
             )
         last = verdicts[-1]
         if last.commit != head:
-            raise GateError(
+            raise StaleApprovalError(
                 f"stale approval: {self.reviewer_login} last reviewed {last.commit[:10]}, but {change.ref} moved to {head[:10]}",
                 hint=f"run `kb pr review {change.number}` again",
             )

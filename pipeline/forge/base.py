@@ -74,6 +74,21 @@ class ForgeReview:
 
 
 @dataclass(frozen=True)
+class ReviewThread:
+    """A thread of line comments on a change: its first comment (the one replies go to), where it
+    is, and whether the forge has marked it resolved or outdated (its line changed since)."""
+
+    id: str  # the forge's id of the thread (GitHub: the GraphQL node id resolveReviewThread takes)
+    comment_id: int  # the first comment's id (GitHub: the REST id replies are posted to)
+    path: str
+    line: int | None  # None when outdated (GitHub no longer places it on the current diff)
+    body: str
+    author: str  # as ``bare_login`` gives it
+    resolved: bool = False
+    outdated: bool = False
+
+
+@dataclass(frozen=True)
 class ReviewSubmission:
     verdict: Literal["approve", "request_changes"]
     body: str
@@ -115,6 +130,18 @@ class Forge(Protocol):
 
     def reviews(self, change: Change) -> list[ForgeReview]: ...
 
+    def review_threads(self, change: Change) -> list[ReviewThread]:
+        """The threads of line comments on ``change``, oldest first."""
+        ...
+
+    def reply(self, change: Change, thread: ReviewThread, body: str) -> None:
+        """Answer in ``thread`` (as the Reviewer) instead of opening a new one."""
+        ...
+
+    def resolve(self, thread: ReviewThread) -> None:
+        """Mark ``thread`` resolved (as the Reviewer)."""
+        ...
+
     def set_status(self, commit: str, context: str, state: StatusState, description: str) -> None: ...
 
     def checks(self, commit: str) -> ChecksState: ...
@@ -124,6 +151,11 @@ class Forge(Protocol):
     def merge(self, change: Change, expected_head: str, title: str, message: str) -> str:
         """Merge ``change`` only if its head is still ``expected_head``; the merge commit's id."""
         ...
+
+
+def bare_login(login: str) -> str:
+    """A login as GitHub's two APIs agree on it: GraphQL names a bot ``kb-reviewer``, REST ``kb-reviewer[bot]``."""
+    return login.removesuffix("[bot]")
 
 
 def hunks_of(diff: pygit2.Diff) -> list[Hunk]:

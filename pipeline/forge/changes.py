@@ -6,11 +6,16 @@
   evidence; at most ``forge.max_open_prs`` kb pull requests are open at once.
 - ``review_change``: the gate and the Reviewer on the change's exact head (``kb review``, so the
   signed note is kept in git too), then one forge review: approve or request changes, line
-  comments anchored inside the diff's hunks, the rest in the body with the signed record.
+  comments anchored inside the diff's hunks, the rest in the body with the signed record. On a
+  re-review it answers in its own open threads whose comment still applies (a reply, not the same
+  comment again) and resolves those whose comment it no longer makes (``plan_review``).
 - ``merge_change``: only when the required checks are green on the head and the forge's authority
   finds an approval of that exact head by the Reviewer of another family; the expected head goes
   with the merge, so a push after the review is refused (GitHub answers 409). The merge commit
-  carries the trailers of a local merge and the merge record.
+  carries the trailers of a local merge and the merge record. A change that no longer merges with
+  the moved default branch is refused (``MergeConflictError``: ``kb run`` proposes it again from
+  the new base); given the head that was reviewed, a change that moved since is refused
+  (``StaleApprovalError``).
 - ``sync``: fetch the default branch, move main to it (fast-forward only), rebuild the index.
 """
 
@@ -21,19 +26,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import pygit2
+
 from agents.protocols import AgentIdentity
+from agents.schemas import Comment
 from ci.gate import run_gate
 from kb.clock import iso_utc, utc_now
-from kb.errors import ConflictError, ForgeError, GateError, NotFoundError
+from kb.errors import ConfigError, ConflictError, ForgeError, GateError, MergeConflictError, NotFoundError, StaleApprovalError
 from kb.repo import Repo
 from pipeline.approval import check_provenance
 from pipeline.forge.authority import record_in, record_marker, reviews_by
-from pipeline.forge.base import KB_LABEL, Change, ChecksState, Forge, LineComment, ReviewSubmission
+from pipeline.forge.base import KB_LABEL, Change, ChecksState, Forge, Hunk, LineComment, ReviewSubmission, ReviewThread, bare_login
 from pipeline.forge.body import inputs_key, inputs_of, labels_for, render_body, title_for
 from pipeline.forge.remote import GitRemote
 from pipeline.merge import MergeRecord
 from pipeline.records import proposal_info
 from pipeline.review import ReviewResult, branch_base, clean_workspace, review_branch
+from pipeline.roles import Agents
 from pipeline.workspace import BRANCH_PREFIX, remove_workspace, worktree_name
 
 if TYPE_CHECKING:
@@ -42,10 +51,16 @@ if TYPE_CHECKING:
 GATE_CONTEXT = "kb/gate"
 
 
-def make_forge(repo: Repo, env: Mapping[str, str] | None = None) -> Forge:
-    """The forge ``forge.kind`` names (main's kb.config.yaml)."""
+def make_forge(repo: Repo, kind: str | None = None, env: Mapping[str, str] | None = None) -> Forge:
+    """The forge ``kind`` names (default ``forge.kind`` of main's kb.config.yaml)."""
     config = repo.config.forge
-    if config.kind == "github":
+    kind = kind or config.kind
+    if kind == "github":
+        if config.repository is None:
+            raise ConfigError(
+                "the GitHub forge needs forge.repository (owner/name) in kb.config.yaml",
+                hint="add a forge: section with kind: github and repository: owner/name (docs/github.md)",
+            )
         from pipeline.forge.github import GitHubForge
 
         return GitHubForge(config, env)
@@ -180,9 +195,21 @@ class ReviewOutcome:
     review: ReviewResult
     anchored: int
     in_body: int
+    replied: int = 0  # answers in the Reviewer's own threads whose comment still applies
+    resolved: int = 0  # its threads whose comment it no longer makes
 
 
-def review_body(review: ReviewResult, unanchored: list[str]) -> str:
+@dataclass(frozen=True)
+class ReviewPlan:
+    """What one review posts: the review itself, the replies in earlier threads, the threads to resolve."""
+
+    submission: ReviewSubmission
+    replies: tuple[tuple[ReviewThread, str], ...]
+    resolve: tuple[ReviewThread, ...]
+    in_body: int
+
+
+def review_body(review: ReviewResult, unanchored: list[str], replied: int = 0, resolved: int = 0) -> str:
     lines = [f"**{review.verdict.replace('_', ' ')}** by {review.record.reviewer_model} ({review.record.reviewer_family})", ""]
     lines.append(review.summary or "(no summary)")
     if review.gate.errors:
@@ -191,6 +218,8 @@ def review_body(review: ReviewResult, unanchored: list[str]) -> str:
     if unanchored:
         lines += ["", "Comments outside the diff:"]
         lines += [f"- {text}" for text in unanchored]
+    if replied or resolved:
+        lines += ["", f"Earlier threads: {replied} still apply (answered there), {resolved} resolved."]
     lines += ["", record_marker(review.record)]
     return "\n".join(lines) + "\n"
 
@@ -201,7 +230,38 @@ def comment_text(message: str, evidence: str, fault: str) -> str:
     return f"{kind}{message}{where}"
 
 
-def review_change(repo: Repo, ref: str, forge: Forge | None = None) -> ReviewOutcome:
+def plan_review(review: ReviewResult, hunks: list[Hunk], threads: list[ReviewThread], reviewer_login: str | None) -> ReviewPlan:
+    """Decide what one review posts. A comment the Reviewer made before, in a thread of its own
+    still open on the same file, is answered there; a new one is anchored on its line when the
+    diff shows it, otherwise it goes into the body (GitHub rejects the whole review otherwise).
+    The Reviewer's open threads whose comment it no longer makes (fixed, or outdated and not
+    raised again) are resolved. Without ``forge.reviewer_login`` no thread is known to be its own."""
+    mine = [t for t in threads if not t.resolved and reviewer_login and t.author == bare_login(reviewer_login)]
+    anchored: list[LineComment] = []
+    unanchored: list[str] = []
+    replies: list[tuple[ReviewThread, str]] = []
+    for comment in review.comments:
+        text = comment_text(comment.message, comment.evidence or "", comment.fault or "")
+        thread = next((t for t in mine if t.path == comment.path and t.body == text and all(t is not r for r, _ in replies)), None)
+        if thread is not None:
+            replies.append((thread, _still_applies(review.head, comment, thread)))
+        elif comment.path and comment.line and any(h.holds(comment.path, comment.line) for h in hunks):
+            anchored.append(LineComment(comment.path, comment.line, text))
+        else:
+            unanchored.append(f"`{comment.path}:{comment.line}`: {text}" if comment.path else text)
+    answered = {id(t) for t, _ in replies}
+    resolve = tuple(t for t in mine if id(t) not in answered)
+    body = review_body(review, unanchored, len(replies), len(resolve))
+    return ReviewPlan(ReviewSubmission(review.verdict, body, tuple(anchored)), tuple(replies), resolve, len(unanchored))
+
+
+def _still_applies(head: str, comment: Comment, thread: ReviewThread) -> str:
+    where = f", now at line {comment.line}" if comment.line else ""
+    moved = " (the line this thread was on has changed since)" if thread.outdated else ""
+    return f"Still applies at {head[:10]}{where}{moved}."
+
+
+def review_change(repo: Repo, ref: str, forge: Forge | None = None, round_no: int = 1, agents: Agents | None = None) -> ReviewOutcome:
     forge = forge or make_forge(repo)
     change = _open_kb_change(forge, ref)
     remote = make_remote(repo, forge, "reviewer")
@@ -209,26 +269,23 @@ def review_change(repo: Repo, ref: str, forge: Forge | None = None) -> ReviewOut
         sync_main(repo, remote, build=False)  # the Reviewer's config, prompts and rules come from the base branch
         remote.fetch_notes()
     _fetch_change(repo, remote, change)
-    result = review_branch(repo, change.branch)
+    result = review_branch(repo, change.branch, round_no, agents)
     if result.head != change.head:
         raise ConflictError(f"reviewed {result.head[:10]}, but {change.ref} is at {change.head[:10]}", hint="run the command again")
-    hunks = forge.diff_hunks(change)
-    anchored: list[LineComment] = []
-    unanchored: list[str] = []
-    for comment in result.comments:
-        text = comment_text(comment.message, comment.evidence or "", comment.fault or "")
-        if comment.path and comment.line and any(h.holds(comment.path, comment.line) for h in hunks):
-            anchored.append(LineComment(comment.path, comment.line, text))
-        else:
-            unanchored.append(f"`{comment.path}:{comment.line}`: {text}" if comment.path else text)
-    forge.submit_review(change, ReviewSubmission(result.verdict, review_body(result, unanchored), tuple(anchored)))
+    threads = forge.review_threads(change)
+    plan = plan_review(result, forge.diff_hunks(change), threads, repo.config.forge.reviewer_login)
+    forge.submit_review(change, plan.submission)
+    for thread, text in plan.replies:
+        forge.reply(change, thread, text)
+    for thread in plan.resolve:
+        forge.resolve(thread)
     gate = result.gate
     forge.set_status(
         change.head, GATE_CONTEXT, "success" if gate.ok else "failure", "gate passed" if gate.ok else f"gate: {len(gate.errors)} error(s)"
     )
     if remote is not None:
         remote.push_notes()
-    return ReviewOutcome(change, result, len(anchored), len(unanchored))
+    return ReviewOutcome(change, result, len(plan.submission.comments), plan.in_body, len(plan.replies), len(plan.resolve))
 
 
 # ---- merge -------------------------------------------------------------------------------
@@ -277,9 +334,17 @@ def required_checks(repo: Repo, forge: Forge) -> tuple[str, ...]:
     return () if forge.kind == "local" else repo.config.forge.required_checks
 
 
-def merge_change(repo: Repo, ref: str, forge: Forge | None = None, build_index: bool = True) -> MergeOutcome:
+def merge_change(
+    repo: Repo, ref: str, forge: Forge | None = None, build_index: bool = True, expected_head: str | None = None
+) -> MergeOutcome:
+    """Merge a change; ``expected_head``: the head that was reviewed (``kb run``), refused if it moved."""
     forge = forge or make_forge(repo)
     change = _open_kb_change(forge, ref)
+    if expected_head is not None and change.head != expected_head:
+        raise StaleApprovalError(
+            f"{change.ref} moved to {change.head[:10]} after the review of {expected_head[:10]}: that approval is stale",
+            hint=f"review the new head (`kb pr review {change.number}`), then merge",
+        )
     if forge.kind == "local":
         commit = forge.merge(change, change.head, "", "")
         return MergeOutcome(change, commit, _build(repo) if build_index else None)
@@ -295,6 +360,7 @@ def merge_change(repo: Repo, ref: str, forge: Forge | None = None, build_index: 
     with repo.write_lock():
         _fetch_change(repo, remote, change)
         workspace = clean_workspace(repo, change.branch)
+        _refuse_conflict(repo, change, workspace.head())
         base = branch_base(repo, workspace.head())
         info = proposal_info(repo, workspace.head(), base.id)
         forge.authority().approval(repo, workspace, change.branch, base, info)
@@ -309,6 +375,20 @@ def merge_change(repo: Repo, ref: str, forge: Forge | None = None, build_index: 
             local.delete()
     result = sync_main(repo, remote, build=build_index)
     return MergeOutcome(change, commit, result)
+
+
+def _refuse_conflict(repo: Repo, change: Change, head: pygit2.Commit) -> None:
+    """A change the default branch (synced just before) moved away from, so that it no longer merges."""
+    main = repo.head()
+    assert main is not None
+    index = repo.git.merge_commits(main, head)
+    if index.conflicts:
+        paths = sorted({(c[0] or c[1] or c[2]).path for c in index.conflicts})
+        raise MergeConflictError(
+            f"{change.ref} ({change.branch}) conflicts with {change.base_branch}, which moved since it was proposed, in {', '.join(paths[:3])}",
+            hint=f"close {change.ref} and propose its evidence again from the new base (`kb run --evidence ID`); "
+            "`kb run` does this itself, onto the same pull request",
+        )
 
 
 # ---- list, status, sync ------------------------------------------------------------------
@@ -374,6 +454,8 @@ def sync_main(repo: Repo, remote: GitRemote | None, build: bool = True) -> Build
                         hint=f"push them through a pull request, or reset to {remote.name}/{default}",
                     )
                 repo.move_head(new)
+                if "config" in vars(repo):
+                    del repo.config  # main's kb.config.yaml may have changed: read it again (a cached_property)
     return _build(repo) if build else None
 
 

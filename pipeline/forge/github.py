@@ -8,6 +8,11 @@ Failures become one ``ForgeError`` line quoting GitHub's message and saying what
 answers and rate limits are retried with backoff, honouring ``retry-after`` and
 ``x-ratelimit-reset`` up to ``forge.max_wait_s`` (githubkit's retry hook, ``RetryPolicy``).
 Every answer is parsed into githubkit's typed models, so drift from GitHub's schema shows.
+
+Review threads are GraphQL only on GitHub (REST has no thread and no "resolved"): the threads of a
+pull request come from ``reviewThreads``, resolving is the ``resolveReviewThread`` mutation;
+replies go through REST (``POST .../pulls/N/comments/ID/replies``). GraphQL names a bot without
+REST's ``[bot]`` suffix, so logins are compared without it.
 """
 
 from __future__ import annotations
@@ -15,15 +20,26 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from kb.config import Forge as ForgeConfig
-from kb.errors import ConfigError, ForgeError
+from kb.errors import ConfigError, ForgeError, KbError, StaleApprovalError
 from pipeline.approval import ApprovalAuthority
 from pipeline.forge.authority import ForgeAuthority
-from pipeline.forge.base import Change, ChecksState, ForgeReview, Hunk, ReviewState, ReviewSubmission, StatusState
+from pipeline.forge.base import (
+    Change,
+    ChecksState,
+    ForgeReview,
+    Hunk,
+    ReviewState,
+    ReviewSubmission,
+    ReviewThread,
+    StatusState,
+    bare_login,
+)
 
 if TYPE_CHECKING:
     from githubkit import GitHub
@@ -42,6 +58,26 @@ HINTS = {
     409: "the pull request's head moved after the review: run `kb pr review {ref}` on the new head, then merge",
     422: "GitHub refused the request as invalid; the message says which rule",
 }
+THREADS_QUERY = """
+query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100, after: $cursor) {
+        pageInfo { hasNextPage endCursor }
+        nodes {
+          id isResolved isOutdated path line
+          comments(first: 1) { nodes { databaseId body author { login } } }
+        }
+      }
+    }
+  }
+}
+"""
+RESOLVE_MUTATION = """
+mutation($threadId: ID!) {
+  resolveReviewThread(input: {threadId: $threadId}) { thread { id isResolved } }
+}
+"""
 
 
 class RetryPolicy:
@@ -70,12 +106,19 @@ class RetryPolicy:
 class GitHubForge:
     kind = "github"
 
-    def __init__(self, config: ForgeConfig, env: Mapping[str, str] | None = None, base_delay_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        config: ForgeConfig,
+        env: Mapping[str, str] | None = None,
+        base_delay_s: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         assert config.repository is not None  # the config's validator requires it for kind github
         self.config = config
         self.owner, self.name = config.repository.split("/", 1)
         self.env = os.environ if env is None else env
         self.retry = RetryPolicy(config.max_retries, config.max_wait_s, base_delay_s)
+        self.sleep = sleep
         self._clients: dict[Role, GitHub] = {}  # kept referenced: githubkit refuses a collected client
 
     # ---- plumbing ------------------------------------------------------------------------
@@ -107,25 +150,52 @@ class GitHubForge:
             )
         return self._clients[role]
 
-    def call(self, role: Role, what: str, fn: Callable[[GitHub], T], ref: str = "") -> T:
-        """Run one API call as ``role``; GitHub's refusals become one ForgeError line."""
-        from githubkit.exception import RequestError, RequestFailed
+    def call(
+        self, role: Role, what: str, fn: Callable[[GitHub], T], ref: str = "", refusals: Mapping[int, type[KbError]] | None = None
+    ) -> T:
+        """Run one API call as ``role``; GitHub's refusals become one ForgeError line (or the error
+        class ``refusals`` names for its status)."""
+        from githubkit.exception import GraphQLFailed, RequestError, RequestFailed
 
         client = self.client(role)
         try:
             return fn(client)
+        except GraphQLFailed as exc:
+            messages = "; ".join(e.message for e in exc.response.errors or [])[:500] or "no message"
+            raise ForgeError(
+                f"GitHub's GraphQL API refused to {what}: {messages}",
+                hint=f"check that the token in ${self.token_var(role)} may read and write pull requests (docs/github.md)",
+            ) from None
         except RequestFailed as exc:
             status = exc.response.status_code
             message = github_message(exc.response.raw_response.text)
             var = self.token_var(role)
             hint = HINTS.get(status, "see GitHub's message").format(var=var, repository=self.config.repository, ref=ref or "N")
-            if status in (403, 429) and "rate limit" in message.lower():
+            if status in (200, 403, 429) and "rate limit" in message.lower():  # 200: GraphQL says so in its body
                 hint = f"GitHub's rate limit for the {role} token: wait until it resets (longer than forge.max_wait_s) and run again"
-            raise ForgeError(f"GitHub refused to {what} ({status}): {message}", hint=hint) from None
+            error = (refusals or {}).get(status, ForgeError)
+            raise error(f"GitHub refused to {what} ({status}): {message}", hint=hint) from None
         except RequestError as exc:
             raise ForgeError(
                 f"cannot reach GitHub at {self.config.api_url} to {what}: {exc.exc}", hint="check forge.api_url and the network"
             ) from None
+
+    def graphql(self, g: GitHub, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """One GraphQL request. GitHub reports a GraphQL rate limit in the body of a 200 answer,
+        which githubkit raises after its own retries are done; so it is retried here, with the
+        same ``RetryPolicy``."""
+        from githubkit.exception import RateLimitExceeded
+
+        attempt = 0
+        while True:
+            try:
+                return g.graphql.request(query, variables)
+            except RateLimitExceeded as exc:
+                decision = self.retry(exc, attempt)
+                if not decision.do_retry:
+                    raise
+                self.sleep(decision.retry_after.total_seconds() if decision.retry_after else 0.0)
+                attempt += 1
 
     # ---- the interface -------------------------------------------------------------------
 
@@ -275,8 +345,56 @@ class GitHubForge:
                 ).parsed_data
             ),
             change.ref,
+            refusals={409: StaleApprovalError},  # the head moved after the review: the approval is stale
         )
         return result.sha
+
+    def review_threads(self, change: Change) -> list[ReviewThread]:
+        def read(g: GitHub) -> list[ReviewThread]:
+            threads: list[ReviewThread] = []
+            cursor = None
+            while True:
+                variables = {"owner": self.owner, "name": self.name, "number": change.number, "cursor": cursor}
+                data = self.graphql(g, THREADS_QUERY, variables)
+                page = ((data.get("repository") or {}).get("pullRequest") or {}).get("reviewThreads") or {}
+                threads += [thread for node in page.get("nodes") or [] if (thread := to_thread(node)) is not None]
+                info = page.get("pageInfo") or {}
+                if not info.get("hasNextPage"):
+                    return threads
+                cursor = info.get("endCursor")
+
+        return self.call("reviewer", f"read the review threads of {change.ref}", read, change.ref)
+
+    def reply(self, change: Change, thread: ReviewThread, body: str) -> None:
+        self.call(
+            "reviewer",
+            f"reply in a review thread of {change.ref}",
+            lambda g: (
+                g.rest.pulls.create_reply_for_review_comment(self.owner, self.name, change.number, thread.comment_id, body=body).parsed_data
+            ),
+            change.ref,
+        )
+
+    def resolve(self, thread: ReviewThread) -> None:
+        self.call("reviewer", f"resolve review thread {thread.id}", lambda g: self.graphql(g, RESOLVE_MUTATION, {"threadId": thread.id}))
+
+
+def to_thread(node: dict[str, Any]) -> ReviewThread | None:
+    """A ``PullRequestReviewThread`` node in the forge's words (None for a thread with no comment left)."""
+    comments = (node.get("comments") or {}).get("nodes") or []
+    if not comments or comments[0].get("databaseId") is None:
+        return None
+    first = comments[0]
+    return ReviewThread(
+        id=str(node["id"]),
+        comment_id=int(first["databaseId"]),
+        path=str(node.get("path") or ""),
+        line=node.get("line"),
+        body=str(first.get("body") or ""),
+        author=bare_login(str((first.get("author") or {}).get("login") or "")),
+        resolved=bool(node.get("isResolved")),
+        outdated=bool(node.get("isOutdated")),
+    )
 
 
 def github_message(text: str) -> str:

@@ -14,7 +14,16 @@ from typing import Literal
 from kb.errors import ConflictError, NotFoundError
 from kb.repo import Repo
 from pipeline.approval import ApprovalAuthority, NotesAuthority
-from pipeline.forge.base import Change, ChecksState, ForgeReview, Hunk, ReviewSubmission, StatusState, branch_diff_hunks
+from pipeline.forge.base import (
+    Change,
+    ChecksState,
+    ForgeReview,
+    Hunk,
+    ReviewSubmission,
+    ReviewThread,
+    StatusState,
+    branch_diff_hunks,
+)
 from pipeline.records import reviews_of
 from pipeline.review import branch_base
 from pipeline.workspace import BRANCH_PREFIX
@@ -67,6 +76,17 @@ class LocalForge:
             )
             for r in reviews_of(self.repo, change.head)
         ]
+
+    def review_threads(self, change: Change) -> list[ReviewThread]:
+        """None: a local review's comments live in its note, whole, one note per head."""
+        del change
+        return []
+
+    def reply(self, change: Change, thread: ReviewThread, body: str) -> None:
+        del change, thread, body  # no threads locally (``review_threads``)
+
+    def resolve(self, thread: ReviewThread) -> None:
+        del thread  # no threads locally (``review_threads``)
 
     def set_status(self, commit: str, context: str, state: StatusState, description: str) -> None:
         records = {**self._statuses(commit), context: {"state": state, "description": description}}

@@ -13,6 +13,18 @@ messages (docs/github.md, "The test double"):
   head, is refused (422); an unknown token is 401, a read-only one 403 on writes, an unknown
   repository 404.
 
+Review threads: each line comment of a review opens a thread; ``POST .../pulls/N/comments/ID/replies``
+answers in one (ID must be the thread's first comment: GitHub does not take replies to replies;
+the double answers 404 for any other id). The GraphQL endpoint (``/api/graphql``, where githubkit
+sends GraphQL for an ``/api/v3`` base URL) serves exactly two operations, recognised by name, not
+parsed: the ``reviewThreads`` of a ``pullRequest`` (all in one page) and the ``resolveReviewThread``
+mutation, with GitHub's shapes (``{"data": ...}``, or ``{"errors": [{"type", "message", "path"}]}``
+with status 200). A thread is *outdated* here when the current diff no longer shows its line with
+the text it had when commented on: an approximation of GitHub's rule, which follows diff positions.
+
+``meanwhile`` queues what a person does on github.com between kb's calls: ``("review", fn)`` runs
+``fn(pull)`` after the next review is stored, ``("merge", fn)`` before the next merge is decided.
+
 Its answers are shaped as GitHub's (the fields githubkit's typed models require), so the typed
 parsing in the forge checks them. ``fail_next`` queues raw answers (a 5xx, a rate limit) for
 the next API calls; ``calls`` counts API calls.
@@ -27,6 +39,7 @@ import re
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -64,6 +77,20 @@ class Pull:
     merge_sha: str | None = None
     labels: list[str] = field(default_factory=list)
     reviews: list[dict[str, Any]] = field(default_factory=list)
+    threads: list[Thread] = field(default_factory=list)
+
+
+@dataclass
+class Thread:
+    """A review thread: its first comment is where it is; replies follow."""
+
+    id: str
+    path: str
+    line: int
+    commit: str
+    text: str  # the commented line's text at ``commit`` (for "outdated")
+    comments: list[dict[str, Any]] = field(default_factory=list)  # {"id", "body", "_login", "in_reply_to_id"?}
+    resolved: bool = False
 
 
 @dataclass
@@ -87,6 +114,7 @@ class GitHubDouble:
         self.pulls: dict[int, Pull] = {}
         self.statuses: dict[str, list[dict[str, Any]]] = {}
         self.fail_next: list[Answer] = []
+        self.meanwhile: list[tuple[str, Callable[[Pull], None]]] = []
         self.calls: list[str] = []
         self._ids = iter(range(1000, 10**9))
         self._lock = threading.RLock()
@@ -123,6 +151,40 @@ class GitHubDouble:
 
     def close(self, number: int) -> None:
         self.pulls[number].state = "closed"
+
+    def commit_as_person(self, branch: str, path: str, text: str, message: str) -> str:
+        """A commit made on github.com (the web editor): ``path`` set to ``text`` on ``branch``."""
+        ref = self.bare.references[f"refs/heads/{branch}"]
+        parent = ref.peel(pygit2.Commit)
+        index = pygit2.Index()
+        index.read_tree(parent.tree)
+        index.add(pygit2.IndexEntry(path, self.bare.create_blob(text.encode("utf-8")), pygit2.enums.FileMode.BLOB))
+        sig = pygit2.Signature("A person", "person@example.invalid")
+        commit = self.bare.create_commit(ref.name, sig, sig, message + "\n", index.write_tree(self.bare), [parent.id])
+        return str(commit)
+
+    def merge_as_person(self, number: int) -> str:
+        """A person presses "Merge pull request" (no kb record, no rule checked)."""
+        pull = self.pulls[number]
+        base_ref = self.bare.references[f"refs/heads/{pull.base}"]
+        base_tip, head = base_ref.peel(pygit2.Commit), self.bare[self.branch_sha(pull.head) or pull.head_sha].peel(pygit2.Commit)
+        tree = self.bare.merge_commits(base_tip, head).write_tree(self.bare)
+        sig = pygit2.Signature("A person", "person@example.invalid")
+        commit = self.bare.create_commit(base_ref.name, sig, sig, f"Merge pull request #{number}\n", tree, [base_tip.id, head.id])
+        pull.merged, pull.state, pull.merge_sha, pull.head_sha = True, "closed", str(commit), str(head.id)
+        return str(commit)
+
+    def file_at(self, branch: str, path: str) -> str | None:
+        tree = self.bare.references[f"refs/heads/{branch}"].peel(pygit2.Commit).tree
+        return self.bare[tree[path].id].data.decode("utf-8") if path in tree else None
+
+    def _happen(self, event: str, pull: Pull) -> None:
+        for n, (when, action) in enumerate(self.meanwhile):
+            if when == event:
+                del self.meanwhile[n]
+                action(pull)
+                pull.head_sha = self.branch_sha(pull.head) or pull.head_sha
+                return
 
     def branch_sha(self, branch: str) -> str | None:
         ref = self.bare.references.get(f"refs/heads/{branch}")
@@ -294,6 +356,9 @@ class GitHubDouble:
             return self._route(method, path.removeprefix(prefix), query, body, login)
 
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], login: str) -> Answer:
+        m = re.fullmatch(r"/pulls/(\d+)/comments/(\d+)/replies", path)
+        if m and method == "POST" and int(m.group(1)) in self.pulls:
+            return self._reply(self.pulls[int(m.group(1))], int(m.group(2)), body, login)
         m = re.fullmatch(r"/pulls/(\d+)(/files|/reviews|/merge)?", path)
         if m:
             pull = self.pulls.get(int(m.group(1)))
@@ -431,10 +496,21 @@ class GitHubDouble:
             "_comments": list(body.get("comments", [])),
         }
         pull.reviews.append(review)
-        return Answer(200, self._review(pull, review))
+        for comment in review["_comments"]:
+            line = int(comment["line"])
+            first = {"id": next(self._ids), "body": comment["body"], "_login": login, "_review": review["id"]}
+            thread = Thread(
+                f"PRRT_{first['id']}", comment["path"], line, review["commit_id"], self._line_at(review["commit_id"], comment["path"], line)
+            )
+            thread.comments.append(first)
+            pull.threads.append(thread)
+        answer = Answer(200, self._review(pull, review))
+        self._happen("review", pull)
+        return answer
 
     def _merge(self, pull: Pull, body: dict[str, Any], login: str) -> Answer:
         del login
+        self._happen("merge", pull)
         if pull.merged or pull.state != "open":
             return Answer(405, {"message": "Pull Request is not mergeable"})
         if body.get("sha") and body["sha"] != pull.head_sha:
@@ -466,6 +542,138 @@ class GitHubDouble:
         commit = self.bare.create_commit(f"refs/heads/{pull.base}", sig, sig, message.rstrip() + "\n", tree, [base_tip.id, head.id])
         pull.merged, pull.state, pull.merge_sha = True, "closed", str(commit)
         return Answer(200, {"sha": str(commit), "merged": True, "message": "Pull Request successfully merged"})
+
+    # ---- review threads: REST replies, GraphQL ------------------------------------------------
+
+    def _line_at(self, commit: str, path: str, line: int) -> str:
+        tree = self.bare[commit].peel(pygit2.Commit).tree
+        if path not in tree:
+            return ""
+        lines = self.bare[tree[path].id].data.decode("utf-8", errors="replace").splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+    def _outdated(self, pull: Pull, thread: Thread) -> bool:
+        if thread.commit == pull.head_sha:
+            return False
+        here = self._in_hunk(pull, thread.path, thread.line)
+        return not here or self._line_at(pull.head_sha, thread.path, thread.line) != thread.text
+
+    def _comment(self, pull: Pull, thread: Thread, comment: dict[str, Any]) -> dict[str, Any]:
+        """A comment shaped as GitHub's ``pull-request-review-comment``."""
+        url = f"{self.api_url}/repos/{self.owner}/{self.name}/pulls/comments/{comment['id']}"
+        pr_url = f"{self.api_url}/repos/{self.owner}/{self.name}/pulls/{pull.number}"
+        html = f"{self.base_url}/{self.owner}/{self.name}/pull/{pull.number}#discussion_r{comment['id']}"
+        data = {
+            "url": url,
+            "pull_request_review_id": thread.comments[0].get("_review"),
+            "id": comment["id"],
+            "node_id": f"PRRC_{comment['id']}",
+            "diff_hunk": "@@",
+            "path": thread.path,
+            "commit_id": pull.head_sha,
+            "original_commit_id": thread.commit,
+            "user": self._user(comment["_login"]),
+            "body": comment["body"],
+            "created_at": NOW,
+            "updated_at": NOW,
+            "html_url": html,
+            "pull_request_url": pr_url,
+            "author_association": "CONTRIBUTOR",
+            "_links": {"self": {"href": url}, "html": {"href": html}, "pull_request": {"href": pr_url}},
+            "line": None if self._outdated(pull, thread) else thread.line,
+            "original_line": thread.line,
+            "side": "RIGHT",
+        }
+        if "in_reply_to_id" in comment:
+            data["in_reply_to_id"] = comment["in_reply_to_id"]
+        return data
+
+    def _reply(self, pull: Pull, comment_id: int, body: dict[str, Any], login: str) -> Answer:
+        thread = next((t for t in pull.threads if t.comments[0]["id"] == comment_id), None)
+        if thread is None:
+            return Answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+        if not (body.get("body") or "").strip():
+            return Answer(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [{"resource": "PullRequestReviewComment", "code": "missing_field", "field": "body"}],
+                },
+            )
+        pull.head_sha = self.branch_sha(pull.head) or pull.head_sha
+        reply = {"id": next(self._ids), "body": body["body"], "_login": login, "in_reply_to_id": comment_id}
+        thread.comments.append(reply)
+        return Answer(201, self._comment(pull, thread, reply))
+
+    def graphql(self, body: dict[str, Any], token: str | None) -> Answer:
+        """The two GraphQL operations the forge uses (see the module docstring), GitHub's shapes."""
+        with self._lock:
+            self.calls.append("POST /graphql")
+            if self.fail_next:
+                return self.fail_next.pop(0)
+            if token not in self.tokens:
+                return Answer(401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/graphql"})
+            query, variables = str(body.get("query", "")), body.get("variables") or {}
+            if "resolveReviewThread" in query:
+                return self._resolve(str(variables.get("threadId", "")), self.tokens[token][1])
+            if "reviewThreads" in query:
+                return self._threads(variables)
+            return Answer(200, {"errors": [{"message": "this test double answers only reviewThreads and resolveReviewThread"}]})
+
+    def _threads(self, variables: dict[str, Any]) -> Answer:
+        owner, name = variables.get("owner"), variables.get("name")
+        if (owner, name) != (self.owner, self.name):
+            message = f"Could not resolve to a Repository with the name '{owner}/{name}'."
+            return Answer(
+                200, {"data": {"repository": None}, "errors": [{"type": "NOT_FOUND", "path": ["repository"], "message": message}]}
+            )
+        number = int(variables.get("number") or 0)
+        pull = self.pulls.get(number)
+        if pull is None:
+            message = f"Could not resolve to a PullRequest with the number of {number}."
+            error = {"type": "NOT_FOUND", "path": ["repository", "pullRequest"], "message": message}
+            return Answer(200, {"data": {"repository": {"pullRequest": None}}, "errors": [error]})
+        pull.head_sha = self.branch_sha(pull.head) or pull.head_sha
+        nodes = []
+        for thread in pull.threads:
+            outdated = self._outdated(pull, thread)
+            first = thread.comments[0]
+            author = {"login": first["_login"].removesuffix("[bot]")}  # GraphQL names a bot without [bot]
+            nodes.append(
+                {
+                    "id": thread.id,
+                    "isResolved": thread.resolved,
+                    "isOutdated": outdated,
+                    "path": thread.path,
+                    "line": None if outdated else thread.line,
+                    "comments": {"nodes": [{"databaseId": first["id"], "body": first["body"], "author": author}]},
+                }
+            )
+        page = {"pageInfo": {"hasNextPage": False, "endCursor": None}, "nodes": nodes}
+        return Answer(200, {"data": {"repository": {"pullRequest": {"reviewThreads": page}}}})
+
+    def _resolve(self, thread_id: str, access: str) -> Answer:
+        thread = next((t for p in self.pulls.values() for t in p.threads if t.id == thread_id), None)
+        if thread is None:
+            message = f"Could not resolve to a node with the global id of '{thread_id}'"
+            return Answer(
+                200,
+                {
+                    "data": {"resolveReviewThread": None},
+                    "errors": [{"type": "NOT_FOUND", "path": ["resolveReviewThread"], "message": message}],
+                },
+            )
+        if access != "write":
+            message = "Resource not accessible by personal access token"
+            return Answer(
+                200,
+                {
+                    "data": {"resolveReviewThread": None},
+                    "errors": [{"type": "FORBIDDEN", "path": ["resolveReviewThread"], "message": message}],
+                },
+            )
+        thread.resolved = True
+        return Answer(200, {"data": {"resolveReviewThread": {"thread": {"id": thread.id, "isResolved": True}}}})
 
     # ---- HTTP ----------------------------------------------------------------------------
 
@@ -512,10 +720,15 @@ class GitHubDouble:
                 if url.path.startswith("/git/"):
                     self._git(url.path.removeprefix("/git"), url.query, data)
                     return
+                payload = json.loads(data) if data else {}
+                if url.path == "/api/graphql" and self.command == "POST":
+                    answer = double.graphql(payload, self._token())
+                    headers = {"Content-Type": "application/json; charset=utf-8"} | answer.headers
+                    self._send(answer.status, headers, json.dumps(answer.body).encode())
+                    return
                 if not url.path.startswith("/api/v3/"):
                     self._send(404, {}, b"")
                     return
-                payload = json.loads(data) if data else {}
                 answer = double.api(self.command, url.path.removeprefix("/api/v3"), parse_qs(url.query), payload, self._token())
                 headers = {"Content-Type": "application/json; charset=utf-8"} | answer.headers
                 self._send(answer.status, headers, json.dumps(answer.body).encode())

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pygit2
 import pytest
 
-from kb.errors import ForgeError
+from kb.errors import StaleApprovalError
 from kb.repo import Repo
 from pipeline.forge.authority import record_in
 from pipeline.propose import propose
@@ -73,10 +73,12 @@ def test_the_pull_request_loop_from_evidence_to_search(github: ForgeSetup, cli: 
     stale = cli("pr", "merge", "1")
     assert stale.code == 11 and "stale" in stale.err
     change = github.forge().get_change("1")
-    with pytest.raises(ForgeError, match=r"\(409\): Head branch was modified"):
+    with pytest.raises(StaleApprovalError, match=r"\(409\): Head branch was modified"):
         github.forge().merge(change, broken, "t", "m")
 
-    assert cli("pr", "review", "1").code == 0
+    approve = cli("pr", "review", "1")
+    assert approve.code == 0 and f"0 replies, {len(posted['_comments'])} thread(s) resolved" in approve.out, approve.out
+    assert all(t.resolved for t in double.pulls[1].threads)  # the quote is fixed: its threads are resolved
     assert "approved" in cli("pr", "status", "1").out
     merged = cli("pr", "merge", "1")
     assert merged.code == 0 and merged.out.startswith("merged #1"), merged.err
