@@ -162,16 +162,28 @@ def is_markup(text: str) -> bool:
     return bool(TAG_RE.search(text)) or text.lstrip().startswith((":::", "!!!", "???", "{%", "[TOC]", "<"))
 
 
+def allow_secrets(repo: Repo, fingerprints: list[str]) -> Repo:
+    """Reviewed secret-scanner findings (an example key in the docs) allowed in kb.config.yaml,
+    committed, as a user would after reading the refusal."""
+    if not fingerprints:
+        return repo
+    config = repo.root / "kb.config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + f"secrets:\n  allow: [{', '.join(fingerprints)}]\n", encoding="utf-8")
+    repo.commit_worktree_paths(["kb.config.yaml"], "kb: allow reviewed example secrets of the documentation\n")
+    return Repo(repo.root)
+
+
 def add_documents(repo: Repo, docs: Path, doc_set: str) -> list[tuple[str, PreparedItem]]:
     """Every Markdown file of ``docs`` as a document whose source is ``<doc_set>/<relative path>``."""
     files = sorted(p for p in docs.rglob("*") if p.is_file() and p.suffix.lower() in DOC_SUFFIXES)
     prepared, refused = [], []
+    allow = repo.config.secrets.allow
     for path in files:
         rel = path.relative_to(docs).as_posix()
         try:
-            prepared.append((rel, prepare(path.read_bytes(), path.name, "document", "system", source=f"{doc_set}/{rel}")))
+            prepared.append((rel, prepare(path.read_bytes(), path.name, "document", "system", source=f"{doc_set}/{rel}", allow=allow)))
         except KbError as exc:
-            refused.append(f"{rel}: {exc.message}")
+            refused.append(f"{rel}: {exc.message} {'; '.join(getattr(exc, 'findings', ()))}")
     add_items(repo, [item for _, item in prepared])
     print(f"{len(files)} files, {len(prepared)} added as evidence, {len(refused)} refused")
     for line in refused:
@@ -254,10 +266,13 @@ def main() -> int:
     parser.add_argument("--set", dest="doc_set", default="", help="source prefix (default: the folder's parent's name)")
     parser.add_argument("--questions", type=Path, help="JSON with questions and expected answer text")
     parser.add_argument("--keep", type=Path, help="build the repository here instead of a temporary folder")
+    parser.add_argument(
+        "--allow-secret", action="append", default=[], metavar="FINGERPRINT", help="a reviewed secret finding to allow (repeatable)"
+    )
     parser.add_argument("--examples", type=int, default=5, help="misses and bad claims to print per measure")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kb-docs-"))
-    repo = init_repository(root / "kb")
+    repo = allow_secrets(init_repository(root / "kb"), args.allow_secret)
     prepared = add_documents(repo, args.docs, args.doc_set or args.docs.resolve().parent.name)
     started = time.perf_counter()
     result = run_loop(repo, build_index=True)
