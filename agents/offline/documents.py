@@ -102,9 +102,11 @@ COLON_OPEN_RE = re.compile(r"^(:{3,})\s*\{?([\w.-]+)\}?\s*(.*)$")
 COLON_CLOSE_RE = re.compile(r"^:{3,}\s*$")
 MYST_RE = re.compile(r"^(`{3,}|~{3,})\{([\w-]+)\}\s*(.*)$")
 REST_RE = re.compile(r"^\.\.\s+([\w:-]+)::\s*(.*)$")
-DROP_LINE_RE = re.compile(r"^\s*(?:\{%.*%\}|\{#.*#\}|\[TOC\]|--8<--.*|<!--.*-->|\([^()\s]+\)=)\s*$")
+DROP_LINE_RE = re.compile(r"^\s*(?:\{%.*%\}|\{#.*#\}|\[TOC\]|--8<--.*|<!--.*-->|\([^()\s]+\)=|\{[.#][^{}]*\})\s*$")
 MYST_TARGET_RE = re.compile(r"^\s*\(([^()\s]+)\)=\s*$")  # (label)= before a heading: a {ref} target
-ROLE_RE = re.compile(r"\{([\w.:+-]+)\}`([^`]+)`")  # MyST roles: {func}`echo`, {ref}`text <label>`
+# MyST roles ({func}`echo`, {ref}`text <label>`), matched with the code spans so that a code span
+# holding braces (`--{on}/--{off}`) is never read as a role
+ROLE_RE = re.compile(r"(\{[\w.:+-]+\})?`([^`]+)`")
 RST_ROLE_RE = re.compile(r":([\w.:+-]+):`([^`]+)`")  # reStructuredText roles: :func:`echo`
 RST_LINK_RE = re.compile(r"`([^`<]+?)\s*<([^`>]+)>`__?")
 EXPLICIT_TITLE_RE = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
@@ -151,6 +153,9 @@ TAG_RE = re.compile(r"<(/?)([A-Za-z][\w-]*)((?:\s+[^<>]*?)?)\s*(/?)>")
 URL_RE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//)", re.I)
 HREF_RE = re.compile(r"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 WORDS_RE = re.compile(r"[^\W\d_]{2,}")
+# a paragraph of up to three words ending in a colon ("Example:", "is equivalent to:") introduces
+# what follows and states nothing: it stays as text, without a claim
+LABEL_RE = re.compile(r"^[^\s:`\[]+(?:\s+[^\s:`\[]+){0,2}:$")
 
 
 # ---- reading a document -------------------------------------------------------------------
@@ -335,6 +340,8 @@ def _myst(lines: list[tuple[int, str]], i: int, m: re.Match[str]) -> tuple[Block
         return Block("group", lines[i : close + 1], children=rst_blocks(lines[i + 1 : close])), close + 1
     if name.startswith("auto"):
         return Block("api", lines[i : close + 1], text=m.group(3).strip() or name), close + 1
+    if name in ("include", "literalinclude") and m.group(3).strip():
+        return Block("include", lines[i : close + 1], text=m.group(3).strip()), close + 1
     return None, close + 1  # toctree, contents, currentmodule, mermaid...: directives, not prose
 
 
@@ -625,13 +632,17 @@ class Linker:
             codes.append(m.group(0))
             return f"\x00{len(codes) - 1}\x00"
 
-        prose = self._prose(CODESPAN_RE.sub(hide, ROLE_RE.sub(self._myst_role, text)))
+        prose = self._prose(CODESPAN_RE.sub(hide, self.roles(text)))
         return re.sub(r"\x00(\d+)\x00", lambda m: codes[int(m.group(1))], prose)
+
+    def roles(self, text: str) -> str:
+        """MyST roles in ``text`` as Markdown (code spans left as they are)."""
+        return ROLE_RE.sub(lambda m: self._myst_role(m) if m.group(1) else m.group(0), text)
 
     def _myst_role(self, m: re.Match[str]) -> str:
         """A MyST role: {ref} and {doc} links to the pages of the documents they name (their
         text as written), any other role its text as code ({func}`echo` -> `echo`)."""
-        name = m.group(1).split(":")[-1].lower()
+        name = m.group(1)[1:-1].split(":")[-1].lower()
         if name not in ("ref", "doc"):
             return _role(name, m.group(2))
         explicit = EXPLICIT_TITLE_RE.match(m.group(2))
@@ -733,7 +744,8 @@ def rst_inline(text: str) -> str:
     text = re.sub(r"``([^`]+)``", lambda m: f"`{m.group(1)}`", text)
     text = RST_ROLE_RE.sub(lambda m: _role(m.group(1), m.group(2)), text)
     text = RST_LINK_RE.sub(lambda m: f"[{m.group(1)}]({m.group(2)})", text)
-    return re.sub(r"\s*::$", ":", text.rstrip()) if text.rstrip().endswith("::") and text.strip() != "::" else text
+    text = re.sub(r"\s*::$", ":", text.rstrip()) if text.rstrip().endswith("::") and text.strip() != "::" else text
+    return re.sub(r"^(\s*)([#>])", r"\1\\\2", text)  # '#' or '>' opening a line is text in reStructuredText
 
 
 def _role(name: str, content: str) -> str:
@@ -874,7 +886,10 @@ class Renderer:
 
     def paragraph(self, lines: list[tuple[int, str]], markup: str = "md") -> list[str]:
         parts: list[str] = []
-        for text, start, end in sentences(lines):
+        found = sentences(lines)
+        if len(found) == 1 and LABEL_RE.match(found[0][0]) and not self.withheld(found[0][0]):
+            return [" ".join(self.linker.inline(rst_inline(found[0][0]) if markup == "rst" else found[0][0]).split())]
+        for text, start, end in found:
             page_text = " ".join(self.linker.inline(rst_inline(text) if markup == "rst" else text).split())
             if not _is_prose(page_text) or self.withheld(text):
                 continue
@@ -912,13 +927,24 @@ class Renderer:
         block stays as it is)."""
         out = []
         fence: str | None = None
+        run: list[str] = []  # lines outside code: a role may span two of them
+
+        def flush() -> None:
+            out.extend(self.linker.inline(line) for line in self.linker.roles("\n".join(run)).split("\n") if run)
+            run.clear()
+
         for text in body:
             m = FENCE_RE.match(text.lstrip())
             if m and (fence is None or m.group(2)[0] == fence[0]):
+                flush()
                 fence = m.group(2) if fence is None else None
                 out.append(text)
                 continue
-            out.append(text if fence is not None else self.linker.inline(text))
+            if fence is not None:
+                out.append(text)
+            else:
+                run.append(text)
+        flush()
         return out
 
     def html(self, block: Block) -> list[str]:
@@ -957,6 +983,8 @@ class Renderer:
             return self.html(block)
         if block.kind == "api":
             return [f"_API reference: `{block.text}`_"] if block.text else []
+        if block.kind == "include":  # another file's text: what the document points to, not what it says
+            return [f"_Included from `{block.text}`, a file outside the document._"]
         if block.kind == "admonition":
             inner = self.blocks(block.children)
             if not inner:
