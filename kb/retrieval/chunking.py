@@ -2,7 +2,9 @@
 
 A page body is cut into sections at its headings; inside a section, top-level Markdown blocks
 (paragraphs, lists, tables, code, quotes) are packed greedily up to ``bound`` tokens and kept
-whole when they fit. A block that does not fit is split along its own seams (sentences for a
+whole when they fit; a paragraph stays with the code, table or list it introduces, and a block
+with the footnote references that cite it, when they fit together. An outline (a list of links
+to the page's own sections) is navigation and stays out of the chunk text. A block that does not fit is split along its own seams (sentences for a
 paragraph, lines for the rest; a table piece repeats the header row), with ``overlap`` tokens
 carried between consecutive pieces; a run with no seam at all is cut into token windows. Every
 step consumes input, so chunking terminates on any text.
@@ -32,12 +34,15 @@ from kb.tokens import count_tokens
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-CHUNKER_VERSION = "kb-chunker/2"
+CHUNKER_VERSION = "kb-chunker/3"
 PAGE = "page"
 EVIDENCE = "evidence"
 
 _SENTENCE_RE = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])")
 _MESSAGE_HEAD_RE = re.compile(r"^((?:\[[^\]\n]*\]\s*)?[^:\n]{1,120}?):\s")
+# an item of an outline: only a link to an anchor of the same page (a list of them is navigation:
+# the sections it names are chunks of their own, so it is left out of the chunk text)
+_NAVIGATION_ITEM_RE = re.compile(r"^\s*[-*+]\s+\[[^\]]+\]\(#[^)\s]+\)\s*$|^\s*$")
 _REFERENCES_ONLY_RE = re.compile(r"^\s*(?:\[\^[^\]\s]+\]\s*)+$")
 _INTRODUCED = ("fence", "code_block", "table_open", "bullet_list_open", "ordered_list_open")
 _LINE_KINDS = ("bullet_list_open", "ordered_list_open", "table_open", "blockquote_open", "fence", "code_block", "html_block")
@@ -139,7 +144,7 @@ def _sections(body: str, line_offset: int) -> list[_Section]:
         block_lines = lines[start:end]
         while block_lines and not block_lines[-1].strip():
             block_lines.pop()
-        if block_lines:
+        if block_lines and not (tok.type == "bullet_list_open" and all(_NAVIGATION_ITEM_RE.match(line) for line in block_lines)):
             pending.append(_Block(tok.type, tuple(block_lines), start + 1 + line_offset))
     if pending:
         out.append(_Section(anchor, path, tuple(pending)))

@@ -147,3 +147,20 @@ def test_a_footnote_reference_after_a_block_stays_with_the_block() -> None:
     chunks = chunks_of(sections(("T", f"{first}\n\n{table}\n\n[^7]\n\nThe end of it all.")), bound=bound, overlap=0)
     assert not any(c.body.lstrip().startswith("[^7]") for c in chunks)
     assert any(table in c.body and "[^7]" in c.body for c in chunks)
+
+
+def test_a_list_of_links_to_the_page_own_sections_is_navigation_not_chunk_text() -> None:
+    """An outline (every item a link to an anchor of the same page) names the sections, which
+    are chunks of their own: indexed, it would make the Overview match every section's words."""
+    outline = "- [Background Task](#background-task)\n- [Background Tasks](#background-tasks)\n  - [Order](#order)"
+    body = sections(
+        ("Overview", f"Acme runs tasks after a response.\n\nSections of this page:\n\n{outline}"),
+        ("Background Task", "Use `BackgroundTask(func)` for one task."),
+    )
+    chunks = chunks_of(body, bound=200)
+    overview = next(c for c in chunks if c.anchor == "overview")
+    assert "Acme runs tasks after a response." in overview.body
+    assert "](#" not in overview.body and "Background Task" not in overview.body
+    # a list that links elsewhere, or says more than a link, is content
+    kept = chunks_of(sections(("See", "- [Specs](other.md#top)\n- [Order](#order) and why it matters")), bound=200)
+    assert "[Specs](other.md#top)" in kept[0].body and "why it matters" in kept[0].body
