@@ -18,6 +18,11 @@ path follows the document's source path (``advanced/clients.md`` ->
   (``!!! note``, ``??? tip``, ``:::note``, MyST ```` ```{note} ````, ``.. note::``) become block
   quotes with their content; API directives (``::: pkg.Class``, ``.. autoclass::``) become an
   uncited pointer; Jinja and snippet lines are dropped;
+- MyST for Sphinx: ``{eval-rst}`` bodies are read as reStructuredText (``rst_blocks``: code
+  directives and literal blocks are code blocks, tabs and version notes quotes, ``list-table`` a
+  table); roles become code spans or, for ``{ref}``/``{doc}``, links between pages; ``(label)=``
+  targets and navigation directives are dropped; a paragraph of at most three words ending in a
+  colon ("Example:") is text, not a claim;
 - links between source documents become links between their pages (an anchor the target page
   lacks is dropped; a link to a document that has no page becomes its text);
 - L0 is the document's first real sentence; L1 (``## Overview``) its lead and outline.
