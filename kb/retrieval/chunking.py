@@ -9,9 +9,8 @@ paragraph, lines for the rest; a table piece repeats the header row), with ``ove
 carried between consecutive pieces; a run with no seam at all is cut into token windows. Every
 step consumes input, so chunking terminates on any text.
 
-Each chunk keeps its context (page title, section path, the page's L0 summary; for the later
-chunks of a section under a heading, also the section's opening sentence), which goes into both
-indexes, so "the company grew 3%" is found by a query that names the company.
+Each chunk keeps its context (page title, section path, the page's L0 summary), which goes
+into both indexes, so "the company grew 3%" is found by a query that names the company.
 Evidence items are chunked too: conversations by whole messages (each line keeps its time and
 speaker), documents like pages. Chunk ids are stable: ``<doc>#<anchor>~<n>``.
 
@@ -35,7 +34,7 @@ from kb.tokens import count_tokens
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-CHUNKER_VERSION = "kb-chunker/4"
+CHUNKER_VERSION = "kb-chunker/3"
 PAGE = "page"
 EVIDENCE = "evidence"
 
@@ -44,8 +43,6 @@ _MESSAGE_HEAD_RE = re.compile(r"^((?:\[[^\]\n]*\]\s*)?[^:\n]{1,120}?):\s")
 # an item of an outline: only a link to an anchor of the same page (a list of them is navigation:
 # the sections it names are chunks of their own, so it is left out of the chunk text)
 _NAVIGATION_ITEM_RE = re.compile(r"^\s*[-*+]\s+\[[^\]]+\]\(#[^)\s]+\)\s*$|^\s*$")
-_FOOTREF_RE = re.compile(r"\[\^[^\]\s]+\]")
-LEAD_TOKENS = 60
 _REFERENCES_ONLY_RE = re.compile(r"^\s*(?:\[\^[^\]\s]+\]\s*)+$")
 _INTRODUCED = ("fence", "code_block", "table_open", "bullet_list_open", "ordered_list_open")
 _LINE_KINDS = ("bullet_list_open", "ordered_list_open", "table_open", "blockquote_open", "fence", "code_block", "html_block")
@@ -346,27 +343,9 @@ def _chunks_of(
 ) -> list[Chunk]:
     out = []
     for anchor, path, units in sections:
-        lead = _lead(units[0].text) if path and units else ""
-        context = f"{summary} {lead}".strip() if lead else summary
         for n, unit in enumerate(units):
-            out.append(
-                Chunk(
-                    f"{doc}#{anchor}~{n}", doc, namespace, anchor, unit.start, unit.end, title, path, context if n else summary, unit.text
-                )
-            )
+            out.append(Chunk(f"{doc}#{anchor}~{n}", doc, namespace, anchor, unit.start, unit.end, title, path, summary, unit.text))
     return out
-
-
-def _lead(text: str) -> str:
-    """The opening sentence of a section (its first chunk's first sentence, without footnote
-    references), which the section's later chunks carry as context; '' when it opens with
-    anything but a paragraph, or runs past ``LEAD_TOKENS``."""
-    first = text.lstrip()
-    if not first or first.startswith(("```", "~~~", "|", ">", "<", "-", "*", "+", "    ")) or re.match(r"^\d+[.)]\s", first):
-        return ""
-    sentence = _SENTENCE_RE.split(first.split("\n\n", 1)[0], maxsplit=1)[0]
-    sentence = " ".join(_FOOTREF_RE.sub("", sentence).split())
-    return sentence if 2 < len(sentence.split()) and count_tokens(sentence) <= LEAD_TOKENS else ""
 
 
 def chunk_markdown(

@@ -164,23 +164,3 @@ def test_a_list_of_links_to_the_page_own_sections_is_navigation_not_chunk_text()
     # a list that links elsewhere, or says more than a link, is content
     kept = chunks_of(sections(("See", "- [Specs](other.md#top)\n- [Order](#order) and why it matters")), bound=200)
     assert "[Specs](other.md#top)" in kept[0].body and "why it matters" in kept[0].body
-
-
-def test_later_chunks_of_a_section_carry_its_opening_sentence_as_context() -> None:
-    """A section cut into several chunks: the later ones say what the section is about (its
-    first sentence goes with the L0 into their context), so 'hello = "hello.hello:cli"' is found
-    by a question about entry points."""
-    opening = "To install your app with an entry point, all you need is a pyproject.toml file.[^1]"
-    filler = " ".join(f"Line {i} of the example project is here." for i in range(12))
-    code = '```toml\n[project.scripts]\nhello = "hello.hello:cli"\n```'
-    chunks = chunks_of(sections(("Project Files", f"{opening}\n\n{filler}\n\n{code}\n\n[^2]")), bound=80, overlap=0)
-    assert len(chunks) >= 2
-    first, later = chunks[0], [c for c in chunks[1:] if c.anchor == "project-files"]
-    assert first.summary == "Acme Corp makes anvils in Springfield."
-    lead = "To install your app with an entry point, all you need is a pyproject.toml file."
-    assert later and all(c.summary == f"Acme Corp makes anvils in Springfield. {lead}" for c in later)
-    assert lead in later[-1].text and "hello.hello:cli" in later[-1].text
-    # a document with no headings (a BEIR abstract) is one section without a title: unchanged
-    long = " ".join(f"Sentence {i} says the anvils weigh {i} kilograms." for i in range(40))
-    plain = chunk_evidence("ev-0123456789abcdef", "document", "Abstract", long, 60, 0)
-    assert len(plain) > 2 and all(c.summary == "" for c in plain)
