@@ -305,7 +305,11 @@ def is_fragment(quote: str) -> bool:
 
 
 def is_markup(text: str) -> bool:
-    return bool(TAG_RE.search(text)) or text.lstrip().startswith((":::", "!!!", "???", "{%", "[TOC]", "<"))
+    """An HTML tag, a directive, a MyST role or (label)= target, a Sphinx role: markup a reader
+    would see as is."""
+    return bool(TAG_RE.search(text) or re.search(r"\{[\w.:+-]+\}`|:[\w.:+-]+:`|^\([^()\s]+\)=", text.strip())) or text.lstrip().startswith(
+        (":::", "!!!", "???", "{%", "[TOC]", "<", ".. ")
+    )
 
 
 def allow_secrets(repo: Repo, fingerprints: list[str]) -> Repo:
