@@ -930,7 +930,7 @@ class Renderer:
     def _inline_block(self, body: list[str]) -> list[str]:
         """Links and HTML inside a list, table or quote, line by line (fenced code inside the
         block stays as it is)."""
-        out = []
+        out: list[str] = []
         fence: str | None = None
         run: list[str] = []  # lines outside code: a role may span two of them
 
