@@ -1,6 +1,7 @@
 """Documents to pages (issue 13): how much of a documentation folder the offline agents keep.
 
     python bench/doc_coverage.py DOCS_FOLDER --set NAME [--questions FILE.json] [--keep DIR]
+                                 [--allow-secret FINGERPRINT ...]
 
 A fresh repository in a temporary folder (or ``--keep DIR``) gets every Markdown file of
 DOCS_FOLDER as a document, with ``NAME/<relative path>`` as its source; ``kb run`` (offline
@@ -17,7 +18,11 @@ pages (their bodies without the citation lines, so that quotes do not count as k
   the passage of the first search result (hybrid search, pages only)?
 
 The evidence is read with a small line scanner written for this benchmark, not with the
-Proposer's parser, so that what the parser misses is counted as missed.
+Proposer's parser, so that what the parser misses is counted as missed. MyST and Sphinx
+directives are counted by what they hold ({code-block} and click:example bodies are code,
+{note} and {eval-rst} paragraphs prose, {contents} and (label)= nothing). Without
+``--questions`` no index is built. ``--allow-secret`` lists reviewed findings of the secret
+scanner (an example key in the docs) in the repository's kb.config.yaml, as a user would.
 """
 
 from __future__ import annotations
