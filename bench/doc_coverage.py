@@ -1,6 +1,7 @@
 """Documents to pages (issue 13): how much of a documentation folder the offline agents keep.
 
     python bench/doc_coverage.py DOCS_FOLDER --set NAME [--questions FILE.json] [--keep DIR]
+                                 [--allow-secret FINGERPRINT ...]
 
 A fresh repository in a temporary folder (or ``--keep DIR``) gets every Markdown file of
 DOCS_FOLDER as a document, with ``NAME/<relative path>`` as its source; ``kb run`` (offline
@@ -17,7 +18,11 @@ pages (their bodies without the citation lines, so that quotes do not count as k
   the passage of the first search result (hybrid search, pages only)?
 
 The evidence is read with a small line scanner written for this benchmark, not with the
-Proposer's parser, so that what the parser misses is counted as missed.
+Proposer's parser, so that what the parser misses is counted as missed. MyST and Sphinx
+directives are counted by what they hold ({code-block} and click:example bodies are code,
+{note} and {eval-rst} paragraphs prose, {contents} and (label)= nothing). Without
+``--questions`` no index is built. ``--allow-secret`` lists reviewed findings of the secret
+scanner (an example key in the docs) in the repository's kb.config.yaml, as a user would.
 """
 
 from __future__ import annotations
@@ -49,19 +54,60 @@ SKIP_LINE_RE = re.compile(r"^\s*(?:\||<|:::|!!!|\?\?\?|===|\{%|\[[^\]]+\]:\s|\.\
 LIST_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`*_\[(\"])")
 TAG_RE = re.compile(r"</?[A-Za-z][^<>]*>")
+# the HTML that may interrupt a paragraph (CommonMark's block tags); any other <x> line continues it
+BLOCK_TAG_RE = re.compile(
+    r"^<(?:!--|/?(?:div|p|pre|table|details|summary|center|section|h[1-6]|ul|ol|li|hr|br|img|a|script|style)\b)", re.I
+)
 LINK_RE = re.compile(r"!?\[([^\]]*)\](?:\([^)]*\)|\[[^\]]*\])")
 FRAGMENT_END_WORDS = {"and", "or", "of", "the", "a", "an", "to", "with", "for", "in", "by", "that"}
 
 
+MYST_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})\{([\w:-]+)\}\s*(.*)$")
+MYST_TARGET_RE = re.compile(r"^\s*\([^()\s]+\)=\s*$")
+ATTRIBUTES_RE = re.compile(r"^\s*\{[.#][^{}]*\}\s*$")
+RST_DIRECTIVE_RE = re.compile(r"^(\s*)\.\.\s+([\w:-]+)::\s*(.*)$")
+OPTION_RE = re.compile(r"^\s*:[\w-]+:")
+# what MyST/Sphinx directives hold, read from their documentation (not from the Proposer's parser)
+CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "code-cell", "click:example", "click:run", "doctest", "testcode", "ipython"}
+PROSE_DIRECTIVES = {
+    "note", "tip", "hint", "important", "warning", "caution", "danger", "error", "attention", "seealso", "admonition",
+    "versionadded", "versionchanged", "deprecated", "tabs", "tab", "group-tab", "tab-set", "tab-item", "container", "topic",
+}  # fmt: skip
+
+
+def roles(text: str) -> str:
+    """MyST ({func}`x`) and reStructuredText (:func:`x`, ``x``, `text <url>`_) inline markup
+    as a reader sees it: code roles are code, {ref}/{doc} show their text."""
+    text = re.sub(r"``([^`]+)``", r"`\1`", text)
+
+    def role(name: str, content: str) -> str:
+        name = name.split(":")[-1]
+        titled = re.match(r"^(.*?)\s*<[^<>]+>$", content)
+        if name in ("ref", "doc", "term"):
+            return titled.group(1) if titled else content
+        if name in ("pep", "rfc"):
+            return f"{name.upper()} {content}"
+        content = titled.group(1) if titled else content.lstrip("!")
+        return f"`{content[1:].rsplit('.', 1)[-1] if content.startswith('~') else content}`"
+
+    # a role, or a code span left as it is (`--{on}/--{off}` holds braces, not a role)
+    text = re.sub(
+        r"(?:\{([\w.:+-]+)\}|:([\w.:+-]+):)`([^`]+)`|`[^`\n]+`",  # a role may span lines, a code span not
+        lambda m: role(m.group(1) or m.group(2), " ".join(m.group(3).split())) if m.group(3) else m.group(0),
+        text,
+    )
+    return re.sub(r"`([^`<]+?)\s*<[^`>]+>`__?", r"\1", text)
+
+
 def fold(text: str) -> str:
-    """Text as compared: link targets, tags and emphasis markers gone, whitespace folded."""
+    """Text as compared: roles read, link targets, tags and emphasis markers gone, whitespace folded."""
     codes: list[str] = []  # code spans are compared as they are
 
     def hide(m: re.Match[str]) -> str:
         codes.append(m.group(0))
         return f"\x00{len(codes) - 1}\x00"
 
-    text = re.sub(r"`[^`\n]+`", hide, text)
+    text = re.sub(r"`[^`\n]+`", hide, roles(text))
     text = LINK_RE.sub(r"\1", text)
     text = TAG_RE.sub(" ", text)
     text = re.sub(r"(?<!\w)[*_]+|[*_]+(?!\w)", "", text)
@@ -79,13 +125,26 @@ def body_lines(text: str) -> list[str]:
 
 def sentences_of(paragraph: str) -> list[str]:
     """Sentences of three words or more, folded."""
-    return [f for f in (fold(s) for s in SENTENCE_SPLIT_RE.split(paragraph)) if len(f.split()) >= 3]
+    return [f for f in (fold(s) for s in SENTENCE_SPLIT_RE.split(roles(paragraph))) if len(f.split()) >= 3]
+
+
+def code_of(lines: list[str]) -> str:
+    return " ".join(" ".join(lines).split())
 
 
 def scan(text: str) -> dict[str, list[str]]:
     """Code blocks, backticked identifiers, headings and prose sentences of one document."""
     out: dict[str, list[str]] = {"code blocks": [], "identifiers": [], "headings": [], "sentences": []}
+    prose: list[str] = []
+    scan_markdown(body_lines(text), out, prose)
+    spans = re.findall(r"`([^`]+?)`", roles("\n".join(prose)))
+    out["identifiers"] = sorted({" ".join(s.split()) for s in spans if s.strip() and "\n\n" not in s})
+    return out
+
+
+def scan_markdown(lines: list[str], out: dict[str, list[str]], prose: list[str]) -> None:
     fence: str | None = None
+    directive_fence: tuple[str, str, str] | None = None  # (fence, name, argument) of a MyST directive
     code: list[str] = []
     paragraph: list[str] = []
 
@@ -94,26 +153,33 @@ def scan(text: str) -> dict[str, list[str]]:
         paragraph.clear()
 
     directive = -1  # indentation of the ::: directive whose options are being skipped
-    prose: list[str] = []
-    for line in body_lines(text):
+    in_quote = False
+    for line in lines:
         indent = len(line) - len(line.lstrip())
-        if directive >= 0 and (not line.strip() or indent > directive):
+        if fence is None and directive >= 0 and (not line.strip() or indent > directive):
             continue  # the options of a ::: directive
-        directive = indent if line.strip().startswith(":::") else -1
+        directive = indent if fence is None and line.strip().startswith(":::") else -1
         line = re.sub(r"<!--.*?-->", "", line)  # comments are not shown to readers
         m = FENCE_RE.match(line)
         if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
-                if any(c.strip() for c in code):
-                    out["code blocks"].append(" ".join(" ".join(code).split()))
-                fence, code = None, []
+            if closes(line, fence):
+                fenced(code, directive_fence[1] if directive_fence else None, out, prose)
+                fence, code, directive_fence = None, [], None
             else:
                 code.append(line)
             continue
         if m:
             flush()
             fence = m.group(1)
+            d = MYST_FENCE_RE.match(line)
+            directive_fence = (fence, d.group(2).lower(), d.group(3)) if d else None
             continue
+        quoted, shows_nothing = bool(re.match(r"^\s*>", line)), bool(MYST_TARGET_RE.match(line) or ATTRIBUTES_RE.match(line))
+        if shows_nothing or quoted != in_quote:
+            flush()  # (label)= and {.attributes} lines show nothing; a block quote starts (or ends) a paragraph
+            in_quote = quoted
+            if shows_nothing:
+                continue
         stripped = re.sub(r"^(\s*>\s?)+", "", line).strip()
         heading = HEADING_RE.match(stripped)
         if heading:
@@ -121,7 +187,8 @@ def scan(text: str) -> dict[str, list[str]]:
             out["headings"].append(fold(re.sub(r"\s*\{[#.][^}]*\}\s*$", "", heading.group(2))))
             continue
         prose.append(stripped)
-        if not stripped or SKIP_LINE_RE.match(stripped):
+        continuation = paragraph and stripped.startswith("<") and not BLOCK_TAG_RE.match(stripped)  # no HTML block
+        if not stripped or (SKIP_LINE_RE.match(stripped) and not continuation):
             flush()
             continue
         if LIST_RE.match(stripped):
@@ -129,9 +196,78 @@ def scan(text: str) -> dict[str, list[str]]:
             stripped = LIST_RE.sub("", stripped)
         paragraph.append(stripped)
     flush()
-    spans = re.findall(r"`([^`]+?)`", "\n".join(prose))
-    out["identifiers"] = sorted({" ".join(s.split()) for s in spans if s.strip() and "\n\n" not in s})
-    return out
+
+
+def closes(line: str, fence: str) -> bool:
+    m = FENCE_RE.match(line)
+    return bool(m) and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip().strip(fence[0])
+
+
+def fenced(code: list[str], directive: str | None, out: dict[str, list[str]], prose: list[str]) -> None:
+    """What a closed fence held: code, or (a MyST directive) what the directive holds."""
+    if directive is not None:
+        myst_directive(directive, code, out, prose)
+    elif any(c.strip() for c in code):
+        out["code blocks"].append(code_of(code))
+
+
+def myst_directive(name: str, body: list[str], out: dict[str, list[str]], prose: list[str]) -> None:
+    """A MyST directive fence: code directives are code, admonitions prose, {eval-rst}
+    reStructuredText; the rest ({contents}, {toctree}, {currentmodule}, {image}) shows no text."""
+    content = [t for t in body if not OPTION_RE.match(t)]
+    if name in CODE_DIRECTIVES:
+        if any(t.strip() for t in content):
+            out["code blocks"].append(code_of(content))
+    elif name in PROSE_DIRECTIVES:
+        scan_markdown(content, out, prose)
+    elif name == "eval-rst":
+        scan_rst(body, out, prose)
+
+
+def scan_rst(lines: list[str], out: dict[str, list[str]], prose: list[str]) -> None:
+    """reStructuredText: code directive bodies and literal blocks (after ``::``) are code,
+    paragraphs are prose, admonition and tab bodies are read again; tables and API directives
+    are not counted."""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        indent = len(line) - len(line.lstrip())
+        end = i + 1
+        while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+            end += 1
+        d = RST_DIRECTIVE_RE.match(line)
+        if d:
+            name = d.group(2).lower()
+            body = [t for t in lines[i + 1 : end] if not OPTION_RE.match(t)]
+            if name in CODE_DIRECTIVES and any(t.strip() for t in body):
+                out["code blocks"].append(code_of(body))
+            elif name in PROSE_DIRECTIVES:
+                width = min((len(t) - len(t.lstrip()) for t in body if t.strip()), default=0)
+                scan_rst(
+                    ([d.group(3)] if d.group(3).strip() and name not in ("group-tab", "tab") else []) + [t[width:] for t in body],
+                    out,
+                    prose,
+                )
+            i = end
+            continue
+        if not line.strip() or line.strip().startswith(".."):
+            i = end if line.strip() else i + 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].strip() and not RST_DIRECTIVE_RE.match(lines[j]):
+            j += 1
+        paragraph = " ".join(t.strip() for t in lines[i:j])
+        prose.extend(t.strip() for t in lines[i:j])
+        literal = paragraph.endswith("::")
+        out["sentences"] += sentences_of(re.sub(r"\s*::$", ":", paragraph))
+        i = j
+        if literal:
+            k = j
+            while k < len(lines) and (not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) > indent):
+                k += 1
+            if any(t.strip() for t in lines[j:k]):
+                out["code blocks"].append(code_of(lines[j:k]))
+            i = k
 
 
 def page_text(page_body: str) -> str:
@@ -139,12 +275,27 @@ def page_text(page_body: str) -> str:
     markers."""
     kept = []
     removed = False
+    fence: tuple[str, int] | None = None  # the open fence and the quote depth it sits at
     for line in page_body.splitlines():
         if line.startswith("## "):
             removed = line[3:].strip() == "Removed in later versions"
         if removed or re.match(r"^\[\^[^\]\s]+\]:", line):
             continue
-        kept.append(re.sub(r"^(\s*>\s?)+", "", line))
+        if fence is not None:  # inside code only the quote markers of the block holding it go
+            for _ in range(fence[1]):
+                line = re.sub(r"^\s*> ?", "", line)
+            m = FENCE_RE.match(line)
+            if m and m.group(1)[0] == fence[0][0] and not line.strip().strip(fence[0][0]):
+                fence = None
+            kept.append(line)
+            continue
+        marks = re.match(r"^(\s*>\s?)+", line)
+        depth = marks.group(0).count(">") if marks else 0
+        line = line[marks.end() :] if marks else line
+        m = FENCE_RE.match(line)
+        if m:
+            fence = (m.group(1), depth)
+        kept.append(line)
     return "\n".join(kept)
 
 
@@ -159,19 +310,35 @@ def is_fragment(quote: str) -> bool:
 
 
 def is_markup(text: str) -> bool:
-    return bool(TAG_RE.search(text)) or text.lstrip().startswith((":::", "!!!", "???", "{%", "[TOC]", "<"))
+    """An HTML tag, a directive, a MyST role or (label)= target, a Sphinx role: markup a reader
+    would see as is."""
+    return bool(TAG_RE.search(text) or re.search(r"\{[\w.:+-]+\}`|:[\w.:+-]+:`|^\([^()\s]+\)=", text.strip())) or text.lstrip().startswith(
+        (":::", "!!!", "???", "{%", "[TOC]", "<", ".. ")
+    )
+
+
+def allow_secrets(repo: Repo, fingerprints: list[str]) -> Repo:
+    """Reviewed secret-scanner findings (an example key in the docs) allowed in kb.config.yaml,
+    committed, as a user would after reading the refusal."""
+    if not fingerprints:
+        return repo
+    config = repo.root / "kb.config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + f"secrets:\n  allow: [{', '.join(fingerprints)}]\n", encoding="utf-8")
+    repo.commit_worktree_paths(["kb.config.yaml"], "kb: allow reviewed example secrets of the documentation\n")
+    return Repo(repo.root)
 
 
 def add_documents(repo: Repo, docs: Path, doc_set: str) -> list[tuple[str, PreparedItem]]:
     """Every Markdown file of ``docs`` as a document whose source is ``<doc_set>/<relative path>``."""
     files = sorted(p for p in docs.rglob("*") if p.is_file() and p.suffix.lower() in DOC_SUFFIXES)
     prepared, refused = [], []
+    allow = repo.config.secrets.allow
     for path in files:
         rel = path.relative_to(docs).as_posix()
         try:
-            prepared.append((rel, prepare(path.read_bytes(), path.name, "document", "system", source=f"{doc_set}/{rel}")))
+            prepared.append((rel, prepare(path.read_bytes(), path.name, "document", "system", source=f"{doc_set}/{rel}", allow=allow)))
         except KbError as exc:
-            refused.append(f"{rel}: {exc.message}")
+            refused.append(f"{rel}: {exc.message} {'; '.join(getattr(exc, 'findings', ()))}")
     add_items(repo, [item for _, item in prepared])
     print(f"{len(files)} files, {len(prepared)} added as evidence, {len(refused)} refused")
     for line in refused:
@@ -254,16 +421,21 @@ def main() -> int:
     parser.add_argument("--set", dest="doc_set", default="", help="source prefix (default: the folder's parent's name)")
     parser.add_argument("--questions", type=Path, help="JSON with questions and expected answer text")
     parser.add_argument("--keep", type=Path, help="build the repository here instead of a temporary folder")
+    parser.add_argument(
+        "--allow-secret", action="append", default=[], metavar="FINGERPRINT", help="a reviewed secret finding to allow (repeatable)"
+    )
     parser.add_argument("--examples", type=int, default=5, help="misses and bad claims to print per measure")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="kb-docs-"))
-    repo = init_repository(root / "kb")
+    repo = allow_secrets(init_repository(root / "kb"), args.allow_secret)
     prepared = add_documents(repo, args.docs, args.doc_set or args.docs.resolve().parent.name)
     started = time.perf_counter()
-    result = run_loop(repo, build_index=True)
+    result = run_loop(repo, build_index=bool(args.questions))  # the index serves the questions only
     seconds = time.perf_counter() - started
     rounds = [f"r{r.record.round}:{r.verdict}" for r in result.reviews]
-    print(f"kb run: {result.status.value} in {seconds:.1f} s, index build included ({', '.join(rounds)}) {result.reason}")
+    print(
+        f"kb run: {result.status.value} in {seconds:.1f} s, {'index build included' if args.questions else 'no index build'} ({', '.join(rounds)}) {result.reason}"
+    )
     for n, review in enumerate(result.reviews):
         for c in review.comments[: args.examples]:
             print(f"  {c.path}:{c.line}: {c.message}")
@@ -276,10 +448,17 @@ def main() -> int:
     pages = document_pages(repo)
     ids = {e.id for e in load_ledger(repo.root)}
     once = sum(1 for i in ids if sum(1 for p in pages.values() if i in (p.meta.get("sources") or [])) == 1)
-    print(f"\n{len(pages)} document pages for {len(prepared)} files; items cited by exactly one page: {once}/{len(ids)}")
+    origins = [str(p.meta.get("origin")) for p in pages.values()]
+    per_file = sum(1 for _, item in prepared if origins.count(item.source) == 1)
+    print(
+        f"\n{len(pages)} document pages for {len(prepared)} files; files with exactly one page: {per_file}/{len(prepared)};"
+        f" items cited by exactly one page: {once}/{len(ids)}"
+    )
     coverage(pages, prepared, args.examples)
     claim_quality(pages, args.examples)
-    if args.questions:
+    if args.questions and result.status.value != "merged":
+        print(f"answerability: 0/{len(json.loads(args.questions.read_text(encoding='utf-8'))['questions'])} (nothing merged, no index)")
+    elif args.questions:
         answerability(repo, args.questions)
     print(f"repository: {repo.root}")
     return 0

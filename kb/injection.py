@@ -41,7 +41,7 @@ _APPROVE_RE = re.compile(
 )
 # role and mode switches that only make sense to a model
 _ROLE_RE = re.compile(
-    r"\b(?:you\s+are\s+now|from\s+now\s+on\s+you\s+are|act\s+as\s+(?:an?\s+)?(?:unrestricted|jailbroken)|"
+    r"\b(?:you\s+are\s+now\s+(?:an?|the|my|in|dan|free|unrestricted|jailbroken|no\s+longer)\b|from\s+now\s+on\s+you\s+are|act\s+as\s+(?:an?\s+)?(?:unrestricted|jailbroken)|"
     r"developer\s+mode|jailbreak|new\s+system\s+prompt|new\s+instructions\s*:|reveal\s+(?:your|the)\s+system\s+prompt)\b",
     _F,
 )

@@ -18,6 +18,11 @@ path follows the document's source path (``advanced/clients.md`` ->
   (``!!! note``, ``??? tip``, ``:::note``, MyST ```` ```{note} ````, ``.. note::``) become block
   quotes with their content; API directives (``::: pkg.Class``, ``.. autoclass::``) become an
   uncited pointer; Jinja and snippet lines are dropped;
+- MyST for Sphinx: ``{eval-rst}`` bodies are read as reStructuredText (``rst_blocks``: code
+  directives and literal blocks are code blocks, tabs and version notes quotes, ``list-table`` a
+  table); roles become code spans or, for ``{ref}``/``{doc}``, links between pages; ``(label)=``
+  targets and navigation directives are dropped; a paragraph of at most three words ending in a
+  colon ("Example:") is text, not a claim;
 - links between source documents become links between their pages (an anchor the target page
   lacks is dropped; a link to a document that has no page becomes its text);
 - L0 is the document's first real sentence; L1 (``## Overview``) its lead and outline.
@@ -102,7 +107,47 @@ COLON_OPEN_RE = re.compile(r"^(:{3,})\s*\{?([\w.-]+)\}?\s*(.*)$")
 COLON_CLOSE_RE = re.compile(r"^:{3,}\s*$")
 MYST_RE = re.compile(r"^(`{3,}|~{3,})\{([\w-]+)\}\s*(.*)$")
 REST_RE = re.compile(r"^\.\.\s+([\w:-]+)::\s*(.*)$")
-DROP_LINE_RE = re.compile(r"^\s*(?:\{%.*%\}|\{#.*#\}|\[TOC\]|--8<--.*|<!--.*-->)\s*$")
+DROP_LINE_RE = re.compile(r"^\s*(?:\{%.*%\}|\{#.*#\}|\[TOC\]|--8<--.*|<!--.*-->|\([^()\s]+\)=|\{[.#][^{}]*\})\s*$")
+MYST_TARGET_RE = re.compile(r"^\s*\(([^()\s]+)\)=\s*$")  # (label)= before a heading: a {ref} target
+# MyST roles ({func}`echo`, {ref}`text <label>`), matched with the code spans so that a code span
+# holding braces (`--{on}/--{off}`) is never read as a role
+ROLE_RE = re.compile(r"(\{[\w.:+-]+\})?`([^`]+)`")
+RST_ROLE_RE = re.compile(r":([\w.:+-]+):`([^`]+)`")  # reStructuredText roles: :func:`echo`
+RST_LINK_RE = re.compile(r"`([^`<]+?)\s*<([^`>]+)>`__?")
+EXPLICIT_TITLE_RE = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
+# directives whose body is code, and the language it is in
+CODE_DIRECTIVES = {
+    "code-block": "",
+    "code": "",
+    "sourcecode": "",
+    "code-cell": "",
+    "click:example": "python",
+    "click:run": "python",
+    "doctest": "pycon",
+    "testcode": "python",
+    "testoutput": "",
+    "ipython": "python",
+    "jupyter-execute": "python",
+    "literal": "",
+}
+# directives whose body is content (kept, markers gone); a label for those that have one
+CONTAINER_DIRECTIVES = {
+    "tabs": "",
+    "tab": "{}",
+    "group-tab": "{}",
+    "code-tab": "{}",
+    "tab-set": "",
+    "tab-item": "{}",
+    "container": "",
+    "only": "",
+    "topic": "{}",
+    "sidebar": "{}",
+    "versionadded": "Added in version {}",
+    "versionchanged": "Changed in version {}",
+    "deprecated": "Deprecated since version {}",
+    "versionremoved": "Removed in version {}",
+}
+TABLE_DIRECTIVES = ("list-table",)
 DOTTED_RE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+$")
 REFDEF_RE = re.compile(r"^ {0,3}\[([^\]]+)\]:\s*<?([^\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*$")
 HEADING_ATTR_RE = re.compile(r"\s*\{[#.:][^}]*\}\s*$")
@@ -113,6 +158,9 @@ TAG_RE = re.compile(r"<(/?)([A-Za-z][\w-]*)((?:\s+[^<>]*?)?)\s*(/?)>")
 URL_RE = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//)", re.I)
 HREF_RE = re.compile(r"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 WORDS_RE = re.compile(r"[^\W\d_]{2,}")
+# a paragraph of up to three words ending in a colon ("Example:", "is equivalent to:") introduces
+# what follows and states nothing: it stays as text, without a claim
+LABEL_RE = re.compile(r"^[^\s:`\[]+(?:\s+[^\s:`\[]+){0,2}:$")
 
 
 # ---- reading a document -------------------------------------------------------------------
@@ -126,8 +174,9 @@ class Block:
     kind: str  # heading, para, code, table, list, quote, html, admonition, api
     lines: list[tuple[int, str]]
     level: int = 0  # heading level
-    text: str = ""  # heading text, admonition label, API name
+    text: str = ""  # heading text, admonition label, API name, a code block's language
     children: list[Block] = field(default_factory=list)
+    markup: str = "md"  # md | rst (a paragraph of reStructuredText, inside {eval-rst})
 
     @property
     def start(self) -> int:
@@ -147,6 +196,7 @@ class Document:
     blocks: list[Block]
     references: dict[str, str]  # link reference definitions: label (folded) -> href
     anchors: set[str] = field(default_factory=set)  # anchors the rendered page will have
+    labels: dict[str, str] = field(default_factory=dict)  # MyST (label)= target -> heading it names ("" = the page)
 
 
 @lru_cache(maxsize=1)
@@ -281,14 +331,23 @@ def _myst(lines: list[tuple[int, str]], i: int, m: re.Match[str]) -> tuple[Block
         len(lines) - 1,
     )
     body = [line for line in lines[i + 1 : close] if not re.match(r"^:[\w-]+:", line[1])]
-    if name in ("code-block", "code", "sourcecode", "code-cell"):
-        return Block("code", lines[i : close + 1]), close + 1
+    if name in CODE_DIRECTIVES:
+        return Block("code", lines[i : close + 1], text=m.group(3).strip() or CODE_DIRECTIVES[name]), close + 1
     if name in ADMONITIONS:
         label = m.group(3).strip() or name.title()
         return Block("admonition", lines[i : close + 1], text=label, children=read_blocks(body)), close + 1
+    if name in CONTAINER_DIRECTIVES:
+        label = CONTAINER_DIRECTIVES[name].format(m.group(3).strip()).strip()
+        children = read_blocks(body)
+        kind = "admonition" if label else "group"
+        return (Block(kind, lines[i : close + 1], text=label, children=children) if children else None), close + 1
+    if name == "eval-rst":
+        return Block("group", lines[i : close + 1], children=rst_blocks(lines[i + 1 : close])), close + 1
     if name.startswith("auto"):
         return Block("api", lines[i : close + 1], text=m.group(3).strip() or name), close + 1
-    return None, close + 1  # toctree, eval-rst, mermaid...: directives, not prose
+    if name in ("include", "literalinclude") and m.group(3).strip():
+        return Block("include", lines[i : close + 1], text=m.group(3).strip()), close + 1
+    return None, close + 1  # toctree, contents, currentmodule, mermaid...: directives, not prose
 
 
 def _rest(lines: list[tuple[int, str]], i: int, m: re.Match[str]) -> tuple[Block | None, int]:
@@ -303,7 +362,74 @@ def _rest(lines: list[tuple[int, str]], i: int, m: re.Match[str]) -> tuple[Block
         return Block("admonition", lines[i:end], text=name.title(), children=read_blocks(body)), end
     if name.startswith(("auto", "py:")):
         return Block("api", lines[i:end], text=m.group(2).strip()), end
+    if name in CODE_DIRECTIVES:
+        code = _trim([line for line in lines[i + 1 : end] if not re.match(r"^\s*:[\w-]+:", line[1])])
+        return (Block("code", code, text=m.group(2).strip() or CODE_DIRECTIVES[name]) if code else None), end
     return None, end
+
+
+def rst_blocks(lines: list[tuple[int, str]]) -> list[Block]:
+    """The blocks of reStructuredText (a MyST ``{eval-rst}`` body): paragraphs, literal blocks
+    after ``::``, bullet lists, and directives: code (``code-block``, ``click:example``...) a
+    code block of its body's lines, admonitions and containers (tabs, version notes) their
+    content, ``list-table`` a table, API directives a pointer; the rest (``currentmodule``,
+    comments, link targets) dropped."""
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        number, text = lines[i]
+        expanded = text.expandtabs(4)
+        indent = len(expanded) - len(expanded.lstrip())
+        if not text.strip():
+            i += 1
+            continue
+        end = _indented_body(lines, i + 1, indent + 1)
+        m = REST_RE.match(text.strip())
+        if m:
+            block = _rst_directive(lines, i, end, m)
+            if block is not None:
+                blocks.append(block)
+            i = end
+            continue
+        if text.strip().startswith(".."):  # a comment, a link target (.. _label:), a substitution
+            i = end
+            continue
+        j = i
+        while j < len(lines) and lines[j][1].strip() and not REST_RE.match(lines[j][1].strip()):
+            j += 1
+        paragraph = lines[i:j]
+        kind = "list" if re.match(r"^\s*(?:[-*+]|\d+[.)]|#\.)\s", text) else "para"
+        blocks.append(Block(kind, paragraph, markup="rst"))
+        i = j
+        if paragraph[-1][1].rstrip().endswith("::"):  # a literal block follows
+            close = _indented_body(lines, j, indent + 1)
+            code = _trim(lines[j:close])
+            if code:
+                blocks.append(Block("code", code))
+            i = max(close, j)
+    return blocks
+
+
+def _rst_directive(lines: list[tuple[int, str]], i: int, end: int, m: re.Match[str]) -> Block | None:
+    name, argument = m.group(1).lower(), m.group(2).strip()
+    body = [line for line in lines[i + 1 : end] if not re.match(r"^\s*:[\w-]+:", line[1])]
+    width = min((len(t.expandtabs(4)) - len(t.expandtabs(4).lstrip()) for _, t in body if t.strip()), default=0)
+    inner = _dedent(body, width)
+    if name in CODE_DIRECTIVES:
+        code = _trim(body)
+        return Block("code", code, text=argument or CODE_DIRECTIVES[name]) if code else None
+    if name in ADMONITIONS:
+        children = rst_blocks(([(lines[i][0], argument)] if argument else []) + inner)
+        return Block("admonition", lines[i:end], text=name.title(), children=children) if children else None
+    if name in CONTAINER_DIRECTIVES:
+        children = rst_blocks(inner)
+        label = CONTAINER_DIRECTIVES[name].format(argument).strip()
+        return Block("admonition" if label else "group", lines[i:end], text=label, children=children) if children else None
+    if name in TABLE_DIRECTIVES:
+        return Block("table", _trim(lines[i:end]), text="list-table")
+    if name.startswith(("auto", "py:")):
+        return Block("api", lines[i:end], text=argument)
+    return None
 
 
 def _markdown_blocks(lines: list[tuple[int, str]]) -> list[Block]:
@@ -419,7 +545,29 @@ def read_document(item: EvidenceItem, path: str) -> Document:
         blocks = [b for b in blocks if b is not first_h1]
     title = title or _file_title(item.source or item.id)
     _normalise_levels(blocks)
-    return Document(item, source_path(item.source), path, " ".join(title.split())[:200], blocks, reference_definitions(raw))
+    doc = Document(item, source_path(item.source), path, " ".join(title.split())[:200], blocks, reference_definitions(raw))
+    doc.labels = _targets(raw, title)
+    return doc
+
+
+def _targets(lines: list[str], title: str) -> dict[str, str]:
+    """MyST ``(label)=`` targets outside code: label -> the title of the heading right after it
+    ("" when that is the page's own title, or no heading follows)."""
+    out: dict[str, str] = {}
+    fence: str | None = None
+    for n, text in enumerate(lines):
+        m = FENCE_RE.match(text)
+        if m and (fence is None or (m.group(2)[0] == fence[0] and not (m.group(3) + m.group(4)).strip())):
+            fence = m.group(2) if fence is None else None
+            continue
+        target = MYST_TARGET_RE.match(text) if fence is None else None
+        if target is None:
+            continue
+        following = next((t for t in lines[n + 1 : n + 4] if t.strip()), "")
+        heading = re.match(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", following)
+        name = _plain(HEADING_ATTR_RE.sub("", heading.group(1))) if heading else ""
+        out[target.group(1)] = "" if name == title else name
+    return out
 
 
 def _normalise_levels(blocks: list[Block]) -> None:
@@ -451,9 +599,10 @@ class Linker:
     """Rewrites links of one document: links to other source documents become links to their
     pages, reference links become inline links, other relative links become their text."""
 
-    def __init__(self, doc: Document, targets: dict[str, tuple[str, set[str]]]) -> None:
+    def __init__(self, doc: Document, targets: dict[str, tuple[str, set[str]]], labels: dict[str, tuple[str, str]] | None = None) -> None:
         self.doc = doc
         self.targets = targets  # source path -> (page path, anchors of that page)
+        self.labels = labels or {}  # MyST target label -> (source path, heading title or "" for the page)
         self.folder = posixpath.dirname(doc.source)
         self.definitions: dict[str, str] = {}  # reference links kept as such: label -> definition line
 
@@ -488,8 +637,37 @@ class Linker:
             codes.append(m.group(0))
             return f"\x00{len(codes) - 1}\x00"
 
-        prose = self._prose(CODESPAN_RE.sub(hide, text))
+        prose = self._prose(CODESPAN_RE.sub(hide, self.roles(text)))
         return re.sub(r"\x00(\d+)\x00", lambda m: codes[int(m.group(1))], prose)
+
+    def roles(self, text: str) -> str:
+        """MyST roles in ``text`` as Markdown (code spans left as they are)."""
+        return ROLE_RE.sub(lambda m: self._myst_role(m) if m.group(1) else m.group(0), text)
+
+    def _myst_role(self, m: re.Match[str]) -> str:
+        """A MyST role: {ref} and {doc} links to the pages of the documents they name (their
+        text as written), any other role its text as code ({func}`echo` -> `echo`)."""
+        name = m.group(1)[1:-1].split(":")[-1].lower()
+        if name not in ("ref", "doc"):
+            return _role(name, m.group(2))
+        explicit = EXPLICIT_TITLE_RE.match(m.group(2))
+        text, target = (explicit.group(1).strip(), explicit.group(2).strip()) if explicit else (m.group(2).strip(), m.group(2).strip())
+        href = self.href(target) if name == "doc" else self._label_href(target)
+        return f"[{text}]({href})" if href else text
+
+    def _label_href(self, label: str) -> str | None:
+        found = self.labels.get(label)
+        if found is None:
+            return None
+        source, heading = found
+        anchor = slugify(_plain(heading)) if heading else ""
+        if source == self.doc.source:
+            return f"#{anchor}" if anchor and anchor in self.doc.anchors else None
+        page = self.targets.get(source)
+        if page is None:
+            return None
+        rel = posixpath.relpath(page[0], posixpath.dirname(self.doc.path))
+        return rel + (f"#{anchor}" if anchor and anchor in page[1] else "")
 
     def _prose(self, text: str) -> str:
         if not text:
@@ -562,6 +740,61 @@ def _html_inline(text: str) -> str:
     joined = "".join(out)
     joined = re.sub(r"\[\s*\]\([^)]*\)|\[\s*\]", "", joined)  # a link left with no text
     return re.sub(r"\*\*\s*\*\*|(?<!\w)_\s*_(?!\w)", "", joined)
+
+
+def rst_inline(text: str) -> str:
+    """reStructuredText inline markup as Markdown: ``code`` a code span, :role:`x` the code
+    span `x` (or the text of a :ref:/:doc:), `text <url>`_ a link; a paragraph's closing ``::``
+    (which introduces a literal block) a colon."""
+    text = re.sub(r"``([^`]+)``", lambda m: f"`{m.group(1)}`", text)
+    text = RST_ROLE_RE.sub(lambda m: _role(m.group(1), m.group(2)), text)
+    text = RST_LINK_RE.sub(lambda m: f"[{m.group(1)}]({m.group(2)})", text)
+    text = re.sub(r"\s*::$", ":", text.rstrip()) if text.rstrip().endswith("::") and text.strip() != "::" else text
+    return re.sub(r"^(\s*)([#>])", r"\1\\\2", text)  # '#' or '>' opening a line is text in reStructuredText
+
+
+def _role(name: str, content: str) -> str:
+    """A role as Markdown text: code roles a code span; :pep:/:rfc: their name; the rest text."""
+    name = name.split(":")[-1].lower()
+    explicit = EXPLICIT_TITLE_RE.match(content)
+    title = explicit.group(1).strip() if explicit else content
+    if name in ("ref", "doc", "term", "abbr", "any", "numref", "download", "keyword"):
+        return title
+    if name in ("pep", "rfc"):
+        return f"{name.upper()} {title}"
+    if not explicit:
+        title = title.lstrip("!")
+        if title.startswith("~"):
+            title = title[1:].rsplit(".", 1)[-1]
+    return f"`{title}`"
+
+
+def _list_table(body: list[str]) -> list[str]:
+    """A ``list-table`` directive as a Markdown table (None-like empty list when it is not one
+    that converts cleanly: then it stays verbatim)."""
+    header_rows = 0
+    rows: list[list[str]] = []
+    for text in body[1:]:
+        stripped = text.strip()
+        m = re.match(r"^:header-rows:\s*(\d+)", stripped)
+        if m:
+            header_rows = int(m.group(1))
+            continue
+        if not stripped or stripped.startswith(":"):
+            continue
+        if stripped.startswith("* - "):
+            rows.append([stripped[4:].strip()])
+        elif stripped.startswith("- ") and rows:
+            rows[-1].append(stripped[2:].strip())
+        elif rows:
+            rows[-1][-1] += " " + stripped
+        else:
+            return []
+    if not rows or len({len(r) for r in rows}) != 1 or any("|" in cell for r in rows for cell in r):
+        return []
+    head = rows[0] if header_rows else [""] * len(rows[0])
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return out + ["| " + " | ".join(r) + " |" for r in rows[1 if header_rows else 0 :]]
 
 
 # ---- claims --------------------------------------------------------------------------------
@@ -656,10 +889,13 @@ class Renderer:
         self.citer = citer
         self.lead: list[str] = []  # the first sentences, with their references
 
-    def paragraph(self, lines: list[tuple[int, str]]) -> list[str]:
+    def paragraph(self, lines: list[tuple[int, str]], markup: str = "md") -> list[str]:
         parts: list[str] = []
-        for text, start, end in sentences(lines):
-            page_text = " ".join(self.linker.inline(text).split())
+        found = sentences(lines)
+        if len(found) == 1 and LABEL_RE.match(found[0][0]) and not self.withheld(found[0][0]):
+            return [" ".join(self.linker.inline(rst_inline(found[0][0]) if markup == "rst" else found[0][0]).split())]
+        for text, start, end in found:
+            page_text = " ".join(self.linker.inline(rst_inline(text) if markup == "rst" else text).split())
             if not _is_prose(page_text) or self.withheld(text):
                 continue
             if parts and len(_plain(page_text).split()) < 2 and not CODESPAN_RE.search(page_text):
@@ -676,10 +912,15 @@ class Renderer:
         lines = [text for _, text in block.lines]
         width = min((len(t.expandtabs(4)) - len(t.expandtabs(4).lstrip()) for t in lines if t.strip()), default=0)
         body = [t.expandtabs(4)[width:] if t.strip() else "" for t in lines]
-        if block.kind != "code":
-            body = self._inline_block(body)
-        elif not FENCE_RE.match(body[0]) and not MYST_RE.match(body[0]):  # indented code: fenced on the page
-            body = ["```", *body, "```"]
+        if block.kind == "table" and block.text == "list-table":
+            body = _list_table(body) or ["```rst", *body, "```"]
+        elif block.kind != "code":
+            body = self._inline_block([rst_inline(t) for t in body] if block.markup == "rst" else body)
+        elif MYST_RE.match(body[0]):  # ```{code-block} python: a plain fence, the options dropped
+            code = _trim([(0, t) for t in body[1:-1] if not re.match(r"^:[\w-]+:", t)])
+            body = [f"```{block.text}", *(t for _, t in code), "```"]
+        elif not FENCE_RE.match(body[0]):  # indented code: fenced on the page
+            body = [f"```{block.text}", *body, "```"]
         quote = "\n".join(text for _, text in block.lines)
         if self.withheld(quote):
             return []
@@ -689,15 +930,26 @@ class Renderer:
     def _inline_block(self, body: list[str]) -> list[str]:
         """Links and HTML inside a list, table or quote, line by line (fenced code inside the
         block stays as it is)."""
-        out = []
+        out: list[str] = []
         fence: str | None = None
+        run: list[str] = []  # lines outside code: a role may span two of them
+
+        def flush() -> None:
+            out.extend(self.linker.inline(line) for line in self.linker.roles("\n".join(run)).split("\n") if run)
+            run.clear()
+
         for text in body:
             m = FENCE_RE.match(text.lstrip())
             if m and (fence is None or m.group(2)[0] == fence[0]):
+                flush()
                 fence = m.group(2) if fence is None else None
                 out.append(text)
                 continue
-            out.append(text if fence is not None else self.linker.inline(text))
+            if fence is not None:
+                out.append(text)
+            else:
+                run.append(text)
+        flush()
         return out
 
     def html(self, block: Block) -> list[str]:
@@ -729,11 +981,15 @@ class Renderer:
             text = " ".join(self.linker.inline(block.text).split())
             return [f"{'#' * block.level} {text}"] if text else []
         if block.kind == "para":
-            return self.paragraph(block.lines)
+            return self.paragraph(block.lines, block.markup)
+        if block.kind == "group":
+            return self.blocks(block.children)
         if block.kind == "html":
             return self.html(block)
         if block.kind == "api":
             return [f"_API reference: `{block.text}`_"] if block.text else []
+        if block.kind == "include":  # another file's text: what the document points to, not what it says
+            return [f"_Included from `{block.text}`, a file outside the document._"]
         if block.kind == "admonition":
             inner = self.blocks(block.children)
             if not inner:
@@ -923,14 +1179,14 @@ def _outline(headings: list[tuple[int, str, str]]) -> list[str]:
 
 
 def _summary_sentence(doc: Document, lead: list[str]) -> str:
-    """L0: the document's first real sentence (four words or more), else a sentence naming
-    the page and its first sections; at most 90 tokens."""
-    for claim in lead:
-        text = _plain(re.sub(r"\[\^[^\]\s]+\]", "", claim)).strip()
-        if len(text.split()) >= 4:
-            text = re.sub(r"[:;,]\s*$", ".", text)
-            text = text if re.search(r"[.!?。！？]$", text) else text + "."
-            return _fit(text, 90)
+    """L0: the document's first real sentence (four words or more), else its first sentence
+    however short (what the page says, not a name the gate cannot find in a claim), else a
+    sentence naming the page and its first sections; at most 90 tokens."""
+    texts = [_plain(re.sub(r"\[\^[^\]\s]+\]", "", claim)).strip() for claim in lead]
+    for text in sorted((t for t in texts if t), key=lambda t: len(t.split()) < 4):
+        text = re.sub(r"[:;,]\s*$", ".", text)
+        text = text if re.search(r"[.!?。！？]$", text) else text + "."
+        return _fit(text, 90)
     sections = [_plain(b.text) for b in doc.blocks if b.kind == "heading" and b.level == 2][:4]
     if sections:
         return _fit(f"The {doc.title} page, on {', '.join(sections)}.", 90)
@@ -1006,9 +1262,10 @@ def plan_document_pages(items: list[EvidenceItem], read: ReadPage, writes: dict[
     for doc in docs:
         doc.anchors = page_anchors(doc, Linker(doc, {}))
         targets[doc.source] = (doc.path, doc.anchors)
+    labels = {label: (doc.source, heading) for doc in docs for label, heading in doc.labels.items()}
     claims = closed = 0
     for doc in docs:
-        text, new, shut = render_document(doc, Linker(doc, targets), current(doc.path), withheld)
+        text, new, shut = render_document(doc, Linker(doc, targets, labels), current(doc.path), withheld)
         writes[doc.path] = text
         claims += new
         closed += shut

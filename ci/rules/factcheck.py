@@ -599,7 +599,8 @@ INSTRUCTION_RES = [
         re.IGNORECASE,
     ),  # fmt: skip
     re.compile(
-        r"\b(?:you are now|from now on,? you|act as (?:an?|the) |pretend to be|new instructions?:|system prompt|developer mode|jailbreak)",
+        r"\b(?:you are now (?:an?|the|my|in|dan|free|unrestricted|jailbroken|no longer)\b|from now on,? you|act as (?:an?|the) |pretend to be"
+        r"|new instructions?:|system prompt|developer mode|jailbreak)",
         re.IGNORECASE,
     ),  # fmt: skip
     re.compile(

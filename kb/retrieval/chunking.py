@@ -2,7 +2,9 @@
 
 A page body is cut into sections at its headings; inside a section, top-level Markdown blocks
 (paragraphs, lists, tables, code, quotes) are packed greedily up to ``bound`` tokens and kept
-whole when they fit. A block that does not fit is split along its own seams (sentences for a
+whole when they fit; a paragraph stays with the code, table or list it introduces, and a block
+with the footnote references that cite it, when they fit together. An outline (a list of links
+to the page's own sections) is navigation and stays out of the chunk text. A block that does not fit is split along its own seams (sentences for a
 paragraph, lines for the rest; a table piece repeats the header row), with ``overlap`` tokens
 carried between consecutive pieces; a run with no seam at all is cut into token windows. Every
 step consumes input, so chunking terminates on any text.
@@ -32,12 +34,17 @@ from kb.tokens import count_tokens
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-CHUNKER_VERSION = "kb-chunker/1"
+CHUNKER_VERSION = "kb-chunker/3"
 PAGE = "page"
 EVIDENCE = "evidence"
 
 _SENTENCE_RE = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])")
 _MESSAGE_HEAD_RE = re.compile(r"^((?:\[[^\]\n]*\]\s*)?[^:\n]{1,120}?):\s")
+# an item of an outline: only a link to an anchor of the same page (a list of them is navigation:
+# the sections it names are chunks of their own, so it is left out of the chunk text)
+_NAVIGATION_ITEM_RE = re.compile(r"^\s*[-*+]\s+\[[^\]]+\]\(#[^)\s]+\)\s*$|^\s*$")
+_REFERENCES_ONLY_RE = re.compile(r"^\s*(?:\[\^[^\]\s]+\]\s*)+$")
+_INTRODUCED = ("fence", "code_block", "table_open", "bullet_list_open", "ordered_list_open")
 _LINE_KINDS = ("bullet_list_open", "ordered_list_open", "table_open", "blockquote_open", "fence", "code_block", "html_block")
 
 
@@ -137,7 +144,7 @@ def _sections(body: str, line_offset: int) -> list[_Section]:
         block_lines = lines[start:end]
         while block_lines and not block_lines[-1].strip():
             block_lines.pop()
-        if block_lines:
+        if block_lines and not (tok.type == "bullet_list_open" and all(_NAVIGATION_ITEM_RE.match(line) for line in block_lines)):
             pending.append(_Block(tok.type, tuple(block_lines), start + 1 + line_offset))
     if pending:
         out.append(_Section(anchor, path, tuple(pending)))
@@ -264,16 +271,64 @@ def _split_block(block: _Block, bound: int, overlap: int) -> list[_Unit]:
     return _group(_fit(units, bound, overlap), bound, overlap, " ")
 
 
-def _pack_blocks(blocks: Iterable[_Block], bound: int, overlap: int) -> list[_Unit]:
-    units: list[_Unit] = []
+def _block_units(block: _Block, bound: int, overlap: int) -> list[_Unit]:
+    text = "\n".join(block.lines)
+    tokens = count_tokens(text)
+    if tokens <= bound:
+        return [_Unit(text, block.start, block.start + len(block.lines) - 1, tokens)]
+    return _split_block(block, bound, overlap)
+
+
+def _glued(blocks: Iterable[_Block]) -> list[list[list[_Block]]]:
+    """Blocks in groups that a chunk boundary should not cut: a paragraph and the code, table
+    or list right after it (the sentence that introduces it), each with the paragraphs of bare
+    footnote references that follow (the citation of the block). A group is a list of cores; a
+    core is a block with its references."""
+    cores: list[list[_Block]] = []
     for block in blocks:
-        text = "\n".join(block.lines)
-        tokens = count_tokens(text)
-        if tokens <= bound:
-            units.append(_Unit(text, block.start, block.start + len(block.lines) - 1, tokens))
+        if cores and block.kind == "paragraph_open" and _REFERENCES_ONLY_RE.match(" ".join(block.lines)):
+            cores[-1].append(block)
         else:
-            units.extend(_split_block(block, bound, overlap))
-    return _group(units, bound, 0, "\n\n")
+            cores.append([block])
+    groups: list[list[list[_Block]]] = []
+    for core in cores:
+        previous = groups[-1] if groups else None
+        if previous is not None and len(previous) == 1 and previous[0][0].kind == "paragraph_open" and core[0].kind in _INTRODUCED:
+            previous.append(core)
+        else:
+            groups.append([core])
+    return groups
+
+
+def _pack_blocks(blocks: Iterable[_Block], bound: int, overlap: int) -> list[_Unit]:
+    """Blocks packed greedily up to ``bound``; a group of ``_glued`` (or failing that, each of
+    its cores) that fits in a chunk starts a new chunk rather than being cut."""
+    chunks: list[_Unit] = []
+    current: list[_Unit] = []
+    size = 0
+
+    def add(units: list[_Unit], whole: bool) -> None:
+        nonlocal size
+        total = sum(u.tokens + 1 for u in units)
+        for unit in units:
+            if current and size + (total if whole else unit.tokens + 1) > bound:
+                chunks.append(_merge(current, "\n\n"))
+                current.clear()
+                size = 0
+            whole = False  # the group's room was checked once, before its first unit
+            current.append(unit)
+            size += unit.tokens + 1
+
+    for group in _glued(blocks):
+        cores = [[u for block in core for u in _block_units(block, bound, overlap)] for core in group]
+        if len(cores) > 1 and sum(u.tokens + 1 for core in cores for u in core) <= bound:
+            add([u for core in cores for u in core], whole=True)
+            continue
+        for core in cores:
+            add(core, whole=sum(u.tokens + 1 for u in core) <= bound)
+    if current:
+        chunks.append(_merge(current, "\n\n"))
+    return chunks
 
 
 # ---- documents ----------------------------------------------------------------------------

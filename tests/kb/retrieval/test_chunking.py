@@ -122,3 +122,45 @@ def test_documents_in_evidence_are_chunked_by_structure() -> None:
     chunks = chunk_evidence("ev-0123456789abcdef", "document", "policy.md", content, 60, 10)
     assert [(c.anchor, c.line_start) for c in chunks] == [("policy", 3), ("exceptions", 7)]
     assert all(c.namespace == "evidence" and c.doc == "ev-0123456789abcdef" for c in chunks)
+
+
+def test_a_sentence_introducing_a_code_block_stays_with_it() -> None:
+    """A paragraph followed by the code (table, list) it introduces, and the footnote reference
+    that cites the block, are one unit: a chunk boundary never falls between them when they fit."""
+    filler = " ".join(f"Fact {i} is about anvils in the warehouse." for i in range(6))
+    intro = "Convertors are used by prefixing them with a colon, like so:[^1]"
+    code = "```python\nRoute('/users/{user_id:int}', user)\n```"
+    bound = count_tokens(filler) + count_tokens(intro) + 4  # the filler and the intro fit; the code does not
+    chunks = chunks_of(sections(("Paths", f"{filler}\n\n{intro}\n\n{code}\n\n[^2]")), bound=bound, overlap=0)
+    holding = [c for c in chunks if "user_id:int" in c.body]
+    assert len(holding) == 1
+    assert intro in holding[0].body and holding[0].body.rstrip().endswith("[^2]")
+    assert all(count_tokens(c.body) <= bound + 2 for c in chunks)
+    covered = " ".join(c.body for c in chunks)
+    assert all(f"Fact {i} " in covered for i in range(6))
+
+
+def test_a_footnote_reference_after_a_block_stays_with_the_block() -> None:
+    first = " ".join(f"Point {i} holds." for i in range(12))
+    table = "| year | growth |\n|---|---|\n| 2023 | 2% |\n| 2024 | 3% |"
+    bound = count_tokens(first) + count_tokens(table) + 3  # the footnote reference after the table does not fit
+    chunks = chunks_of(sections(("T", f"{first}\n\n{table}\n\n[^7]\n\nThe end of it all.")), bound=bound, overlap=0)
+    assert not any(c.body.lstrip().startswith("[^7]") for c in chunks)
+    assert any(table in c.body and "[^7]" in c.body for c in chunks)
+
+
+def test_a_list_of_links_to_the_page_own_sections_is_navigation_not_chunk_text() -> None:
+    """An outline (every item a link to an anchor of the same page) names the sections, which
+    are chunks of their own: indexed, it would make the Overview match every section's words."""
+    outline = "- [Background Task](#background-task)\n- [Background Tasks](#background-tasks)\n  - [Order](#order)"
+    body = sections(
+        ("Overview", f"Acme runs tasks after a response.\n\nSections of this page:\n\n{outline}"),
+        ("Background Task", "Use `BackgroundTask(func)` for one task."),
+    )
+    chunks = chunks_of(body, bound=200)
+    overview = next(c for c in chunks if c.anchor == "overview")
+    assert "Acme runs tasks after a response." in overview.body
+    assert "](#" not in overview.body and "Background Task" not in overview.body
+    # a list that links elsewhere, or says more than a link, is content
+    kept = chunks_of(sections(("See", "- [Specs](other.md#top)\n- [Order](#order) and why it matters")), bound=200)
+    assert "[Specs](other.md#top)" in kept[0].body and "why it matters" in kept[0].body
