@@ -133,7 +133,13 @@ def run_jobs(view: CommitView, batch: dict[str, Any], today: str) -> list[tuple[
     else:
         paths = [p for p in sorted(view.files) if root_of(p) == batch["root"]]
         if batch["kind"] == "duplicates":
-            run("dedupe", merge_duplicates(texts, paths, today))
+            dedupe = merge_duplicates(texts, paths, today)
+            run("dedupe", dedupe)
+            summaries = rewrite_l0(texts, sorted(dedupe.changes))  # an L0 may name what was merged away
+            run("summaries", summaries)
+            for folder in sorted({folder_of(p) for p in summaries.changes}):
+                if f"{folder}/index.md" in view.files:
+                    run("index", regenerate_index(texts, folder))
         else:
             run("conflicts", qualify_conflicts(texts, paths))
     return out

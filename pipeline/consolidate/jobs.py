@@ -17,6 +17,7 @@ from typing import Any
 from ci.rules import factcheck
 from ci.rules.grounding import check_claim
 from ci.rules.indexes import ENTRY_RE
+from ci.rules.page_grounding import summary_problems
 from ci.snapshot import normalise_quote
 from kb.markdown import FOOTDEF_RE, FOOTREF_RE, format_citation
 from kb.page import Page, page_id_for_path, render_page
@@ -306,6 +307,12 @@ def stale_terms(page: Page) -> list[str]:
     return [t for t in dict.fromkeys(terms) if t.lower() not in current]
 
 
+def _l0_faults(page: Page) -> list[str]:
+    """What is wrong with the L0: names, numbers and dates the page's current text lacks, and
+    what the gate's ``grounding.summary`` finds unstated by the page's cited claims."""
+    return stale_terms(page) + summary_problems(page)
+
+
 def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40) -> JobResult:
     """An L0 that names what its page no longer says is rewritten from the page's current claims."""
     result = JobResult()
@@ -313,7 +320,7 @@ def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40) -> JobRe
         page = texts.page(path)
         if page is None or not _current(page) or not page.summary:
             continue
-        missing = stale_terms(page)
+        missing = _l0_faults(page)
         if not missing:
             continue
         current = [
@@ -326,9 +333,13 @@ def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40) -> JobRe
                 Found("l0", path, f"L0 names {', '.join(missing)}, absent from the page; no current claim to rewrite it from", False)
             )
             continue
-        words = f"{page.title}: {current[0]}".split()
-        summary = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
-        if stale_terms(Page(path, dict(page.meta) | {"summary": summary}, page.body, page.header_lines)):
+        summary = ""
+        for words in (f"{page.title}: {current[0]}".split(), current[0].split()):
+            candidate = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
+            if not _l0_faults(Page(path, dict(page.meta) | {"summary": candidate}, page.body, page.header_lines)):
+                summary = candidate
+                break
+        if not summary:
             result.found.append(Found("l0", path, f"L0 names {', '.join(missing)}; a rewrite from the claims would too", False))
             continue
         result.changes[path] = _set_page(page, dict(page.meta) | {"summary": summary})
@@ -404,6 +415,7 @@ class _Stated:
     label: str
     text: str
     spans: frozenset[str]
+    quote: str = ""  # what the citation quotes of its span (one line may state several things)
 
 
 def _stated_claims(page: Page) -> list[_Stated]:
@@ -413,7 +425,8 @@ def _stated_claims(page: Page) -> list[_Stated]:
         if len(claim.labels) != 1 or claim.labels[0] not in cites or _section_of_line(page, claim.line) in ("History", "Overview"):
             continue
         cite = cites[claim.labels[0]]
-        out.append(_Stated(page.path, claim.labels[0], claim.text, frozenset({span_key(cite.evidence_id or "", cite.start, cite.end)})))
+        span = frozenset({span_key(cite.evidence_id or "", cite.start, cite.end)})
+        out.append(_Stated(page.path, claim.labels[0], claim.text, span, normalise_quote(cite.quote).lower()))
     return out
 
 
@@ -455,8 +468,10 @@ def _add_related(body: str, line: str) -> str:
 
 
 def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult) -> list[list[_Stated]]:
-    """Statements that are the same fact: the same words, or the same cited span with the same
-    dates, numbers and negation (the same span with a different one is reported, not grouped)."""
+    """Statements that are the same fact: the same words, or the same quote of the same span with
+    the same dates, numbers and negation (the same quote with a different one is reported, not
+    grouped). A line that says several things is quoted differently by each statement it backs:
+    those are different facts."""
     items = [i for group in stated.values() for i in group]
     parent = list(range(len(items)))
 
@@ -467,17 +482,18 @@ def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult) -> li
         return n
 
     by_text: dict[str, int] = {}
-    by_span: dict[frozenset[str], int] = {}
+    by_span: dict[tuple[frozenset[str], str], int] = {}
     for n, item in enumerate(items):
         text = _norm_claim(item.text)
         if text in by_text:
             parent[find(n)] = find(by_text[text])
         else:
             by_text[text] = n
-        if item.spans in by_span:
-            other = items[by_span[item.spans]]
+        quoted = (item.spans, item.quote)
+        if quoted in by_span:
+            other = items[by_span[quoted]]
             if _signature(other.text) == _signature(item.text):
-                parent[find(n)] = find(by_span[item.spans])
+                parent[find(n)] = find(by_span[quoted])
             elif other.path != item.path:
                 result.found.append(
                     Found(
@@ -488,25 +504,40 @@ def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult) -> li
                     )
                 )
         else:
-            by_span[item.spans] = n
+            by_span[quoted] = n
     groups: dict[int, list[_Stated]] = {}
     for n, item in enumerate(items):
         groups.setdefault(find(n), []).append(item)
     return [g for g in groups.values() if len({i.path for i in g}) > 1]
 
 
+# Pages that restate other pages' statements by design: a user's profile (the fact cards and
+# their sentences) and timeline (the same statements under their dates) are views over the
+# topic pages, not copies to merge away; removing a statement there loses its date or its card.
+VIEW_TYPES = frozenset({"profile", "timeline"})
+
+
 def merge_duplicates(texts: Texts, paths: Iterable[str], today: str) -> JobResult:
-    """The same statement on several current pages is kept on one page (the one with the most
-    claims), with every citation the copies had, and removed from the others, which link to it;
-    a page whose every statement is stated there is deprecated with that page as successor.
-    Similar is not the same: see ``_duplicate_groups``."""
+    """The same statement on several current pages of one type is kept on one page (the one
+    with the most claims), with every citation the copies had (the survivor cites each copy's
+    span), and removed from the others, which link to it; a page whose every statement is
+    stated there is deprecated with that page as successor. Views (``VIEW_TYPES``) are left
+    alone. Similar is not the same: see ``_duplicate_groups``."""
     result = JobResult()
-    pages = {p: page for p in paths if (page := texts.page(p)) is not None and _current(page)}
+    pages = {
+        p: page
+        for p in paths
+        if (page := texts.page(p)) is not None and _current(page) and str(page.meta.get("type", "")) not in VIEW_TYPES
+    }
     stated = {p: _stated_claims(page) for p, page in pages.items()}
     bodies = {p: page.body for p, page in pages.items()}
     metas: dict[str, dict[str, Any]] = {p: dict(page.meta) for p, page in pages.items()}
     removals: dict[str, list[tuple[_Stated, str]]] = {}
-    for group in _duplicate_groups(stated, result):
+    by_type: dict[str, dict[str, list[_Stated]]] = {}
+    for p, items in stated.items():
+        by_type.setdefault(str(pages[p].meta.get("type", "")), {})[p] = items
+    groups = [g for _, of_type in sorted(by_type.items()) for g in _duplicate_groups(of_type, result)]
+    for group in groups:
         canonical = min({i.path for i in group}, key=lambda p: (-len(stated[p]), p))
         keep = next(i for i in group if i.path == canonical)
         spans_kept = set(keep.spans)
