@@ -20,7 +20,7 @@ import pygit2
 
 from agents.family import check_distinct_families
 from agents.llm import Usage
-from agents.protocols import ProposalTask
+from agents.protocols import AgentIdentity, ProposalTask
 from kb.clock import iso_utc, today_utc
 from kb.errors import ConflictError, UsageError
 from kb.evidence import ledger_at
@@ -37,6 +37,7 @@ from pipeline.consolidate.jobs import (
     retire_expired,
     rewrite_l0,
 )
+from pipeline.consolidate.model import ModelJobs, model_jobs_for
 from pipeline.consolidate.proposer import CONSOLIDATION_PROPOSER, ConsolidationProposer
 from pipeline.consolidate.record import RECORD_DIR, REPLAY_FILE, Cycle, all_cycles, commit_record, coverage, current_cycle
 from pipeline.consolidate.view import CommitView, Texts, folder_of, root_of, span_key
@@ -113,8 +114,9 @@ def plan_cycle(repo: Repo, head: pygit2.Commit, scope: str, batch_pages: int, st
     }
 
 
-def run_jobs(view: CommitView, batch: dict[str, Any], today: str) -> list[tuple[str, JobResult]]:
-    """The batch's jobs in order on ``view``, each seeing the texts the ones before it wrote."""
+def run_jobs(view: CommitView, batch: dict[str, Any], today: str, model: ModelJobs | None = None) -> list[tuple[str, JobResult]]:
+    """The batch's jobs in order on ``view``, each seeing the texts the ones before it wrote;
+    with ``model``, the jobs also ask it what the offline checks cannot decide."""
     texts = Texts(view)
     out: list[tuple[str, JobResult]] = []
 
@@ -124,18 +126,18 @@ def run_jobs(view: CommitView, batch: dict[str, Any], today: str) -> list[tuple[
 
     if batch["kind"] == "pages":
         paths = [p for p in batch["pages"] if p in view.files]
-        run("re-verification", regrounding(texts, paths))
+        run("re-verification", regrounding(texts, paths, model))
         run("links", repair_links(texts, paths, view.ids))
         run("retirement", retire_expired(texts, paths, today))
-        run("summaries", rewrite_l0(texts, paths))
+        run("summaries", rewrite_l0(texts, paths, model=model))
         if f"{batch['folder']}/index.md" in view.files:
             run("index", regenerate_index(texts, batch["folder"]))
     else:
         paths = [p for p in sorted(view.files) if root_of(p) == batch["root"]]
         if batch["kind"] == "duplicates":
-            dedupe = merge_duplicates(texts, paths, today)
+            dedupe = merge_duplicates(texts, paths, today, model)
             run("dedupe", dedupe)
-            summaries = rewrite_l0(texts, sorted(dedupe.changes))  # an L0 may name what was merged away
+            summaries = rewrite_l0(texts, sorted(dedupe.changes), model=model)  # an L0 may name what was merged away
             run("summaries", summaries)
             for folder in sorted({folder_of(p) for p in summaries.changes}):
                 if f"{folder}/index.md" in view.files:
@@ -170,6 +172,7 @@ class RunReport:
     found: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""
     plan: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # what the jobs could not do (offline: what needs a model)
 
     @property
     def percent(self) -> float:
@@ -186,6 +189,7 @@ class RunReport:
             "found": self.found,
             "stopped": self.stopped,
             "plan": self.plan,
+            "skipped": self.skipped,
         }
 
 
@@ -204,6 +208,9 @@ def _record_batch(cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, Job
     batch["found"] = [
         {"job": name, "kind": f.kind, "path": f.path, "detail": f.detail, "fixed": f.fixed} for name, r in jobs for f in r.found
     ]
+    skipped = [f"{name}: {s}" for name, r in jobs for s in r.skipped]
+    if skipped:
+        batch["skipped"] = skipped
     fixed_ok = state == "done"
     for _, result in jobs:
         for key, (action, reason) in result.claims.items():
@@ -263,7 +270,13 @@ def _diff_lines(repo: Repo, base: pygit2.Commit, branch: str) -> int:
 
 
 def _propose_batch(
-    repo: Repo, cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], branch: str, head: pygit2.Commit
+    repo: Repo,
+    cycle: Cycle,
+    batch: dict[str, Any],
+    jobs: list[tuple[str, JobResult]],
+    branch: str,
+    head: pygit2.Commit,
+    identity: AgentIdentity = CONSOLIDATION_PROPOSER,
 ) -> None:
     root = batch.get("root") or root_of(batch["folder"] + "/x")
     allowed = (root + "/",)
@@ -271,7 +284,7 @@ def _propose_batch(
     cited = sorted(
         {span.split("#")[0] for _, r in jobs for key in r.claims for span in [cycle["claims"].get(key, {}).get("cites", "")] if span}
     )
-    trailers = trailers_for(tuple(cited), str(head.id), CONSOLIDATION_PROPOSER, 1) | {
+    trailers = trailers_for(tuple(cited), str(head.id), identity, 1) | {
         "Kb-Consolidation": cycle["cycle"],
         "Kb-Job": batch["id"],
     }
@@ -279,7 +292,7 @@ def _propose_batch(
     def checkpoint(message: str) -> None:
         workspace.commit(message, trailers)
 
-    proposer = ConsolidationProposer(jobs, checkpoint)
+    proposer = ConsolidationProposer(jobs, checkpoint, identity)
     proposer.propose(ProposalTask((), allowed), branch_backend(workspace, head))
 
 
@@ -292,14 +305,16 @@ def run_consolidation(
     today: str | None = None,
     agents: Agents | None = None,
     build_index: bool = True,
+    model: ModelJobs | None = None,
 ) -> RunReport:
-    """Start or resume the repository's cycle and run its batches up to the caps."""
+    """Start or resume the repository's cycle and run its batches up to the caps. The jobs ask
+    ``model`` (default: the configured Proposer model, none offline) what they cannot decide."""
     config = repo.config.consolidation
     caps = Caps(max_changes or config.max_changes, config.max_pages, config.max_diff_lines, config.max_cost_usd, config.max_seconds)
     today = today or today_utc()
     merged_any = False
     with repo.write_lock():
-        report, merged_any = _run_locked(repo, scope, batch_pages or config.batch_pages, caps, plan_only, today, agents)
+        report, merged_any = _run_locked(repo, scope, batch_pages or config.batch_pages, caps, plan_only, today, agents, model)
     if build_index and merged_any:
         from kb.retrieval.build import build_index as build
 
@@ -313,7 +328,7 @@ def _report(cycle: Cycle, status: str | None = None) -> RunReport:
 
 
 def _run_locked(
-    repo: Repo, scope: str, batch_pages: int, caps: Caps, plan_only: bool, today: str, agents: Agents | None
+    repo: Repo, scope: str, batch_pages: int, caps: Caps, plan_only: bool, today: str, agents: Agents | None, model: ModelJobs | None
 ) -> tuple[RunReport, bool]:
     head = repo.head()
     if head is None:
@@ -334,8 +349,10 @@ def _run_locked(
     if plan_only:
         return _plan_report(repo, cycle, head, today), False
     agents = agents or make_agents(repo.config)
-    check_distinct_families(CONSOLIDATION_PROPOSER.family, agents.reviewer.identity.family, repo.config.models.allow_same_family)
-    run = _Run(repo, cycle, caps, agents, today, _known_branches(all_cycles(repo)), _report(cycle))
+    model = model or model_jobs_for(repo.config)
+    identity = model.identity if model is not None else CONSOLIDATION_PROPOSER
+    check_distinct_families(identity.family, agents.reviewer.identity.family, repo.config.models.allow_same_family)
+    run = _Run(repo, cycle, caps, agents, today, _known_branches(all_cycles(repo)), _report(cycle), model)
     for batch in cycle["batches"]:
         if batch["state"] in ("done", "declined"):
             continue
@@ -352,6 +369,7 @@ def _run_locked(
         run.report.stopped,
     )
     final.found = [f for b in cycle["batches"] for f in b["found"]]
+    final.skipped = [f"{b['id']}: {s}" for b in cycle["batches"] for s in b.get("skipped", [])]
     return final, bool(run.report.merged)
 
 
@@ -366,6 +384,7 @@ class _Run:
     today: str
     known: dict[str, str]
     report: RunReport
+    model: ModelJobs | None = None
     started: float = field(default_factory=time.monotonic)
     usage: Usage = field(default_factory=Usage)
     opened: int = 0
@@ -379,9 +398,12 @@ class _Run:
             return f"max_pages ({caps.max_pages}) reached"
         if time.monotonic() - self.started > caps.max_seconds:
             return f"max_seconds ({caps.max_seconds:g}) reached"
-        if self.usage.cost_usd > caps.max_cost_usd:
+        if self.cost_usd() > caps.max_cost_usd:
             return f"max_cost_usd ({caps.max_cost_usd:g}) reached"
         return ""
+
+    def cost_usd(self) -> float:
+        return self.usage.cost_usd + (self.model.usage.cost_usd if self.model is not None else 0.0)
 
     def record(self, batch: dict[str, Any], what: str) -> None:
         commit_record(self.repo, self.cycle, f"Consolidation {self.cycle['cycle']}: {batch['id']} {what}")
@@ -405,7 +427,7 @@ class _Run:
         head = repo.head()
         assert head is not None
         view = CommitView(repo, head)
-        jobs = run_jobs(view, batch, self.today)
+        jobs = run_jobs(view, batch, self.today, self.model)
         changes = {p: t for _, r in jobs for p, t in r.changes.items()}
         changes = {p: t for p, t in changes.items() if view.text(p) != t}
         self.pages_seen += len(batch["pages"]) or len(view.files)
@@ -432,7 +454,7 @@ class _Run:
                 repo.git.branches.local.delete(branch)
             head = self._retire_dropped(batch, view, changes) or head
             self.opened += 1
-            _propose_batch(repo, cycle, batch, jobs, branch, head)
+            _propose_batch(repo, cycle, batch, jobs, branch, head, self.model.identity if self.model else CONSOLIDATION_PROPOSER)
             if _diff_lines(repo, head, branch) > self.caps.max_diff_lines:
                 self.leave(batch, branch, f"diff over max_diff_lines ({self.caps.max_diff_lines})")
                 return
