@@ -390,7 +390,8 @@ def stale_terms(page: Page) -> list[str]:
 def _l0_faults(page: Page) -> list[str]:
     """What is wrong with the L0: names, numbers and dates the page's current text lacks, and
     what the gate's ``grounding.summary`` finds unstated by the page's cited claims."""
-    return stale_terms(page) + summary_problems(page)
+    terms = stale_terms(page)
+    return terms + [p for p in summary_problems(page) if not any(repr(t) in p for t in terms)]
 
 
 def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40, model: ModelJobs | None = None) -> JobResult:
