@@ -616,11 +616,9 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD_RE.findall(_strip_refs(text).lower()) if w not in _STOP)
 
 
-def _near_same(items: list[_Stated], find: Callable[[int], int], model: ModelJobs | None, result: JobResult) -> list[tuple[int, int]]:
-    """Pairs of statements on different pages, in other words, that are the same fact. Similar
-    is not the same: a pair that differs in a number, a date or a negation is reported and never
-    compared; the rest are asked of the model, which must find subject, scope, time, condition,
-    negation and numbers all alike; offline they are counted as skipped."""
+def _near_candidates(items: list[_Stated], find: Callable[[int], int], result: JobResult) -> list[tuple[int, int]]:
+    """Pairs on different pages whose words overlap by ``NEAR`` and whose dates, numbers and
+    negation agree; pairs that overlap but differ in one of those are reported, not returned."""
     words = [_words(i.text) for i in items]
     postings: dict[str, list[int]] = {}
     for n, of_item in enumerate(words):
@@ -642,6 +640,15 @@ def _near_same(items: list[_Stated], find: Callable[[int], int], model: ModelJob
                 result.found.append(Found("similar-not-same", items[b].path, detail, fixed=False))
                 continue
             candidates.append((a, b))
+    return candidates
+
+
+def _near_same(items: list[_Stated], find: Callable[[int], int], model: ModelJobs | None, result: JobResult) -> list[tuple[int, int]]:
+    """Pairs of statements on different pages, in other words, that are the same fact. Similar
+    is not the same: a pair that differs in a number, a date or a negation is reported and never
+    compared; the rest are asked of the model, which must find subject, scope, time, condition,
+    negation and numbers all alike; offline they are counted as skipped."""
+    candidates = _near_candidates(items, find, result)
     if not candidates:
         return []
     if model is None:

@@ -14,11 +14,11 @@ from agents.protocols import AgentIdentity
 from kb.config import ModelRole
 from kb.page import parse_page
 from kb.repo import Repo
-from pipeline.records import parse_trailers
 from pipeline.consolidate.cycle import run_consolidation
 from pipeline.consolidate.jobs import merge_duplicates, regrounding, rewrite_l0
 from pipeline.consolidate.model import ModelJobs
 from pipeline.consolidate.view import CommitView, Texts
+from pipeline.records import parse_trailers
 from tests.agents.scripted import Call, scripted_provider
 from tests.builders import add_evidence, commit, make_repo, page_for
 from tests.pipeline.consolidate.seeded import TODAY
