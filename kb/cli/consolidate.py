@@ -73,6 +73,10 @@ def consolidate(
     echo(f"{len(report.batches_done)} batch(es) done, {len(report.merged)} branch(es) merged, {len(report.needs_human)} left for a person")
     for branch in report.needs_human:
         echo(f"needs a person: {branch} (`kb review {branch}`, merge or delete it; then run kb consolidate again)")
+    for line in report.skipped[:10]:
+        echo(f"skipped: {line}")
+    if len(report.skipped) > 10:
+        echo(f"skipped: ... and {len(report.skipped) - 10} more (kb consolidate --json)")
     if report.stopped:
         echo(f"stopped: {report.stopped}; run kb consolidate again to continue")
 
@@ -98,3 +102,5 @@ def status(as_json: JsonOpt = False) -> None:
     echo("batches: " + ", ".join(f"{v} {k}" for k, v in state["batches"].items()))
     for branch in state["waiting"]:
         echo(f"waiting for a person: {branch}")
+    for path in state["disputed"]:
+        echo(f"disputed, for a person to decide: {path}")

@@ -21,6 +21,7 @@ import pygit2
 from agents.family import check_distinct_families
 from agents.llm import Usage
 from agents.protocols import AgentIdentity, ProposalTask
+from agents.schemas import Comment
 from kb.clock import iso_utc, today_utc
 from kb.errors import ConflictError, UsageError
 from kb.evidence import ledger_at
@@ -44,7 +45,7 @@ from pipeline.consolidate.view import CommitView, Texts, folder_of, root_of, spa
 from pipeline.merge import merge_branch, merged_as
 from pipeline.propose import trailers_for
 from pipeline.records import set_status, status_of
-from pipeline.review import review_branch
+from pipeline.review import clean_workspace, review_branch
 from pipeline.roles import Agents, make_agents
 from pipeline.workspace import BRANCH_PREFIX, open_workspace, remove_workspace
 
@@ -114,9 +115,12 @@ def plan_cycle(repo: Repo, head: pygit2.Commit, scope: str, batch_pages: int, st
     }
 
 
-def run_jobs(view: CommitView, batch: dict[str, Any], today: str, model: ModelJobs | None = None) -> list[tuple[str, JobResult]]:
+def run_jobs(
+    view: CommitView, batch: dict[str, Any], today: str, model: ModelJobs | None = None, frozen: frozenset[str] = frozenset()
+) -> list[tuple[str, JobResult]]:
     """The batch's jobs in order on ``view``, each seeing the texts the ones before it wrote;
-    with ``model``, the jobs also ask it what the offline checks cannot decide."""
+    with ``model``, the jobs also ask it what the offline checks cannot decide. ``frozen`` pages
+    (withdrawn after a review) are neither read as candidates nor written."""
     texts = Texts(view)
     out: list[tuple[str, JobResult]] = []
 
@@ -125,22 +129,22 @@ def run_jobs(view: CommitView, batch: dict[str, Any], today: str, model: ModelJo
         out.append((name, result))
 
     if batch["kind"] == "pages":
-        paths = [p for p in batch["pages"] if p in view.files]
+        paths = [p for p in batch["pages"] if p in view.files and p not in frozen]
         run("re-verification", regrounding(texts, paths, model))
         run("links", repair_links(texts, paths, view.ids))
         run("retirement", retire_expired(texts, paths, today))
         run("summaries", rewrite_l0(texts, paths, model=model))
-        if f"{batch['folder']}/index.md" in view.files:
+        if f"{batch['folder']}/index.md" in view.files and f"{batch['folder']}/index.md" not in frozen:
             run("index", regenerate_index(texts, batch["folder"]))
     else:
-        paths = [p for p in sorted(view.files) if root_of(p) == batch["root"]]
+        paths = [p for p in sorted(view.files) if root_of(p) == batch["root"] and p not in frozen]
         if batch["kind"] == "duplicates":
             dedupe = merge_duplicates(texts, paths, today, model)
             run("dedupe", dedupe)
             summaries = rewrite_l0(texts, sorted(dedupe.changes), model=model)  # an L0 may name what was merged away
             run("summaries", summaries)
             for folder in sorted({folder_of(p) for p in summaries.changes}):
-                if f"{folder}/index.md" in view.files:
+                if f"{folder}/index.md" in view.files and f"{folder}/index.md" not in frozen:
                     run("index", regenerate_index(texts, folder))
         else:
             run("conflicts", qualify_conflicts(texts, paths))
@@ -226,6 +230,13 @@ def _record_batch(cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, Job
             for key, entry in cycle["claims"].items():
                 if key.rsplit("#", 1)[0] == path:
                     _set_action(entry, "verified", commit)
+    for path, what in (batch.get("withdrawn") or {}).items() if fixed_ok else ():
+        # the Reviewer refused the change to this page: it stays as it was; a contradiction on it waits for a person
+        action = "disputed" if what["kind"] == "conflict" else "kept"
+        reason = f"change withdrawn after review: {what['reason']}" + ("; for a person to decide" if action == "disputed" else "")
+        for entry in [cycle["pages"].get(path)] + [e for k, e in cycle["claims"].items() if k.rsplit("#", 1)[0] == path]:
+            if entry is not None:
+                entry |= {"action": action, "commit": commit, "reason": reason}
 
 
 def _known_branches(cycles: list[Cycle]) -> dict[str, str]:
@@ -269,6 +280,16 @@ def _diff_lines(repo: Repo, base: pygit2.Commit, branch: str) -> int:
     return int(stats.insertions + stats.deletions)
 
 
+def _trailers(
+    cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], base: pygit2.Commit, identity: AgentIdentity, round_no: int
+) -> dict[str, str]:
+    """The proposal trailers of a batch's commits (evidence its claims cite), with the cycle and job."""
+    cited = sorted(
+        {span.split("#")[0] for _, r in jobs for key in r.claims for span in [cycle["claims"].get(key, {}).get("cites", "")] if span}
+    )
+    return trailers_for(tuple(cited), str(base.id), identity, round_no) | {"Kb-Consolidation": cycle["cycle"], "Kb-Job": batch["id"]}
+
+
 def _propose_batch(
     repo: Repo,
     cycle: Cycle,
@@ -281,13 +302,7 @@ def _propose_batch(
     root = batch.get("root") or root_of(batch["folder"] + "/x")
     allowed = (root + "/",)
     workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed)
-    cited = sorted(
-        {span.split("#")[0] for _, r in jobs for key in r.claims for span in [cycle["claims"].get(key, {}).get("cites", "")] if span}
-    )
-    trailers = trailers_for(tuple(cited), str(head.id), identity, 1) | {
-        "Kb-Consolidation": cycle["cycle"],
-        "Kb-Job": batch["id"],
-    }
+    trailers = _trailers(cycle, batch, jobs, head, identity, 1)
 
     def checkpoint(message: str) -> None:
         workspace.commit(message, trailers)
@@ -458,17 +473,85 @@ class _Run:
             if _diff_lines(repo, head, branch) > self.caps.max_diff_lines:
                 self.leave(batch, branch, f"diff over max_diff_lines ({self.caps.max_diff_lines})")
                 return
-            review = review_branch(repo, branch, 1, self.agents)
-            self.usage = self.usage + review.usage
-            if review.verdict != "approve":
-                found = [{"kind": "review", "path": c.path, "detail": c.message, "fixed": False} for c in review.comments]
-                self.leave(batch, branch, review.summary, found)
+            converged = self.converge(batch, branch, head, jobs)
+            if converged is None:
                 return
-            done = merge_branch(repo, branch, build_index=False)
+            commit, jobs = converged
+        else:
+            commit = done.commit
         self.report.merged.append(branch)
-        _record_batch(cycle, batch, jobs, done.commit, "done")
+        _record_batch(cycle, batch, jobs, commit, "done")
         self.report.batches_done.append(batch["id"])
         self.record(batch, "merged")
+
+    def converge(
+        self, batch: dict[str, Any], branch: str, base: pygit2.Commit, jobs: list[tuple[str, JobResult]]
+    ) -> tuple[str, list[tuple[str, JobResult]]] | None:
+        """Review rounds, like ``kb run``'s: while the Reviewer requests changes (up to
+        ``loop.max_rounds``), the consolidation Proposer revises by withdrawing its change to each
+        page a comment names (that page stays as it was, recorded as kept, or as disputed for a
+        person when the comment is a contradiction on the page). It merges when approved; a
+        branch it cannot revise, or still refused after the last round, is left for a person.
+        Returns the merge commit and the jobs as finally run, or None."""
+        max_rounds = self.repo.config.loop.max_rounds
+        withdrawn: dict[str, dict[str, str]] = {}
+        round_no = 1
+        while True:
+            review = review_branch(self.repo, branch, round_no, self.agents)
+            self.usage = self.usage + review.usage
+            if review.verdict == "approve":
+                break
+            found = [{"kind": "review", "path": c.path, "detail": c.message, "fixed": False} for c in review.comments]
+            if round_no >= max_rounds:
+                self.leave(batch, branch, f"not approved after {round_no} review round(s): {review.summary}", found)
+                return None
+            revised = self.withdraw(batch, branch, base, review.comments, round_no, withdrawn)
+            if revised is None:
+                where = ", ".join(sorted({c.path or "(no page)" for c in review.comments})) or "(no comment)"
+                self.leave(batch, branch, f"the Reviewer's requests name no page this change touched ({where}): {review.summary}", found)
+                return None
+            jobs = revised
+            round_no += 1
+        batch["rounds"] = round_no
+        if withdrawn:
+            batch["withdrawn"] = withdrawn
+        return merge_branch(self.repo, branch, build_index=False).commit, jobs
+
+    def withdraw(
+        self,
+        batch: dict[str, Any],
+        branch: str,
+        base: pygit2.Commit,
+        comments: tuple[Comment, ...],
+        round_no: int,
+        withdrawn: dict[str, dict[str, str]],
+    ) -> list[tuple[str, JobResult]] | None:
+        """The revision: every page a comment names that the branch changed is withdrawn (it
+        stays as at ``base``), and the batch's jobs run again without those pages, so what
+        depends on them (an index entry, a merge into them) is redone or left out; the branch
+        becomes that change, in one commit. ``withdrawn`` gains the pages (path -> the comment's
+        kind and message). Returns the jobs as run again, or None when no comment names a page
+        the branch changed."""
+        workspace = clean_workspace(self.repo, branch)
+        changed = {d.new_file.path for d in diff_trees(base.tree, workspace.head().tree).deltas}
+        named = {c.path: {"kind": c.kind, "reason": c.message} for c in reversed(comments) if c.path in changed and c.path not in withdrawn}
+        if not named:
+            return None
+        withdrawn |= named
+        jobs = run_jobs(CommitView(self.repo, base), batch, self.today, self.model, frozenset(withdrawn))
+        view = CommitView(self.repo, base)
+        new = {p: t for _, r in jobs for p, t in r.changes.items()}
+        for path in sorted(changed | set(new)):
+            text = new.get(path) or view.text(path)
+            if text is not None and workspace.read_text(path) != text:
+                workspace.write_page(path, text)
+        lines = "\n".join(f"- {path}: {what['reason'][:200]}" for path, what in sorted(named.items()))
+        message = f"Revise after review round {round_no}: withdraw the change to {len(named)} page(s)\n\n{lines}"
+        workspace.commit(message, self.trailers(batch, jobs, base, round_no + 1), allow_empty=True)
+        return jobs
+
+    def trailers(self, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], base: pygit2.Commit, round_no: int) -> dict[str, str]:
+        return _trailers(self.cycle, batch, jobs, base, self.model.identity if self.model else CONSOLIDATION_PROPOSER, round_no)
 
     def _retire_dropped(self, batch: dict[str, Any], view: CommitView, changes: dict[str, str]) -> pygit2.Commit | None:
         """Spans the change would leave uncited are listed as retired, with the reason, before the
@@ -582,6 +665,7 @@ def cycle_status(repo: Repo) -> dict[str, Any]:
         "actions": dict(sorted(actions.items())),
         "batches": dict(sorted(states.items())),
         "waiting": [b["branch"] for b in cycle["batches"] if b["state"] == "needs-human"],
+        "disputed": sorted({k.rsplit("#", 1)[0] for k, e in cycle["claims"].items() if e["action"] == "disputed"}),
         "retired": len(cycle["retired"]),
     }
 

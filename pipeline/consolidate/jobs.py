@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agents.offline.reviewer import conflicting_facts
 from agents.offline.revision import is_verbatim
 from ci.rules import factcheck
 from ci.rules.grounding import check_claim
@@ -879,4 +880,25 @@ def qualify_conflicts(texts: Texts, paths: Iterable[str]) -> JobResult:
     for page in pages:
         if metas[page.path] != page.meta or bodies[page.path] != page.body:
             result.changes[page.path] = render_page(metas[page.path], bodies[page.path])
+    _one_page_conflicts(pages, result)
     return result
+
+
+def _one_page_conflicts(pages: list[Page], result: JobResult) -> None:
+    """Two current values of one fact on one page: no change is proposed (the Reviewer refuses
+    any change to such a page); the facts' claims are recorded as disputed, for a person."""
+    for page in pages:
+        if not _current(page):
+            continue
+        for comment in conflicting_facts(page):
+            key = re.search(r"`([^`]+)`", comment.message)
+            labels = [
+                str(f["label"])
+                for f in page.meta.get("facts") or []
+                if isinstance(f, dict) and key and str(f.get("key")) == key.group(1) and f.get("label") and not f.get("valid_to")
+            ]
+            detail = f"{comment.message.split(';')[0]} on this one page: both kept, for a person to decide (disputed)"
+            result.found.append(Found("conflict", page.path, detail, fixed=False))
+            for label in labels:
+                result.claims[claim_key(page.path, label)] = ("disputed", detail)
+            result.pages.setdefault(page.path, "disputed")
