@@ -27,6 +27,7 @@ from kb.errors import ConflictError, UsageError
 from kb.evidence import ledger_at
 from kb.repo import Repo, diff_trees
 from pipeline.backend import branch_backend
+from pipeline.consolidate.forge_route import ForgeRoute
 from pipeline.consolidate.jobs import (
     JobResult,
     current_conflicts,
@@ -42,6 +43,7 @@ from pipeline.consolidate.model import ModelJobs, model_jobs_for
 from pipeline.consolidate.proposer import CONSOLIDATION_PROPOSER, ConsolidationProposer
 from pipeline.consolidate.record import RECORD_DIR, REPLAY_FILE, Cycle, all_cycles, commit_record, coverage, current_cycle
 from pipeline.consolidate.view import CommitView, Texts, folder_of, root_of, span_key
+from pipeline.forge.base import Forge
 from pipeline.merge import merge_branch, merged_as
 from pipeline.propose import trailers_for
 from pipeline.records import set_status, status_of
@@ -321,15 +323,18 @@ def run_consolidation(
     agents: Agents | None = None,
     build_index: bool = True,
     model: ModelJobs | None = None,
+    forge: Forge | None = None,
 ) -> RunReport:
     """Start or resume the repository's cycle and run its batches up to the caps. The jobs ask
-    ``model`` (default: the configured Proposer model, none offline) what they cannot decide."""
+    ``model`` (default: the configured Proposer model, none offline) what they cannot decide.
+    With ``forge: {kind: github}`` (or ``forge`` given) each branch goes through a pull request."""
     config = repo.config.consolidation
     caps = Caps(max_changes or config.max_changes, config.max_pages, config.max_diff_lines, config.max_cost_usd, config.max_seconds)
     today = today or today_utc()
     merged_any = False
     with repo.write_lock():
-        report, merged_any = _run_locked(repo, scope, batch_pages or config.batch_pages, caps, plan_only, today, agents, model)
+        route = None if plan_only else ForgeRoute.for_repo(repo, forge)
+        report, merged_any = _run_locked(repo, scope, batch_pages or config.batch_pages, caps, plan_only, today, agents, model, route)
     if build_index and merged_any:
         from kb.retrieval.build import build_index as build
 
@@ -343,8 +348,18 @@ def _report(cycle: Cycle, status: str | None = None) -> RunReport:
 
 
 def _run_locked(
-    repo: Repo, scope: str, batch_pages: int, caps: Caps, plan_only: bool, today: str, agents: Agents | None, model: ModelJobs | None
+    repo: Repo,
+    scope: str,
+    batch_pages: int,
+    caps: Caps,
+    plan_only: bool,
+    today: str,
+    agents: Agents | None,
+    model: ModelJobs | None,
+    route: ForgeRoute | None,
 ) -> tuple[RunReport, bool]:
+    if route is not None:
+        route.sync()  # the cycle starts from the forge's default branch
     head = repo.head()
     if head is None:
         raise ConflictError("the repository has no commits yet", hint="run `kb init` first")
@@ -361,13 +376,15 @@ def _run_locked(
         cycle = plan_cycle(repo, head, scope, batch_pages, iso_utc())
         if not plan_only:
             commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: plan, {len(cycle['batches'])} batch(es)")
+            if route is not None:
+                route.publish()
     if plan_only:
         return _plan_report(repo, cycle, head, today), False
     agents = agents or make_agents(repo.config)
     model = model or model_jobs_for(repo.config)
     identity = model.identity if model is not None else CONSOLIDATION_PROPOSER
     check_distinct_families(identity.family, agents.reviewer.identity.family, repo.config.models.allow_same_family)
-    run = _Run(repo, cycle, caps, agents, today, _known_branches(all_cycles(repo)), _report(cycle), model)
+    run = _Run(repo, cycle, caps, agents, today, _known_branches(all_cycles(repo)), _report(cycle), model, route)
     for batch in cycle["batches"]:
         if batch["state"] in ("done", "declined"):
             continue
@@ -375,7 +392,7 @@ def _run_locked(
         if run.report.stopped:
             break
         run.batch(batch)
-    _finish(repo, cycle)
+    _finish(repo, cycle, route)
     final = _report(cycle)
     final.batches_done, final.merged, final.needs_human, final.stopped = (
         run.report.batches_done,
@@ -400,6 +417,7 @@ class _Run:
     known: dict[str, str]
     report: RunReport
     model: ModelJobs | None = None
+    route: ForgeRoute | None = None  # pull requests on the forge, instead of local merges
     started: float = field(default_factory=time.monotonic)
     usage: Usage = field(default_factory=Usage)
     opened: int = 0
@@ -422,6 +440,8 @@ class _Run:
 
     def record(self, batch: dict[str, Any], what: str) -> None:
         commit_record(self.repo, self.cycle, f"Consolidation {self.cycle['cycle']}: {batch['id']} {what}")
+        if self.route is not None:
+            self.route.publish()
 
     def leave(self, batch: dict[str, Any], branch: str, reason: str, found: list[dict[str, Any]] | None = None) -> None:
         tip = self.repo.git.branches.local[branch].peel(pygit2.Commit)
@@ -435,9 +455,7 @@ class _Run:
     def batch(self, batch: dict[str, Any]) -> None:
         repo, cycle = self.repo, self.cycle
         if batch["state"] == "needs-human" and batch["branch"]:
-            _settle_human(repo, cycle, batch)
-            if batch["state"] != "needs-human":
-                self.record(batch, batch["state"])
+            self.settle(batch)
             return
         head = repo.head()
         assert head is not None
@@ -453,9 +471,11 @@ class _Run:
             return
         branch = batch["branch"] = branch_for(batch, view, changes)
         if self.known.get(branch) in ("needs-human", "declined") and branch not in repo.git.branches.local:
-            _record_batch(cycle, batch, jobs, str(head.id), "declined")  # a person closed it: never reopened
-            self.report.batches_done.append(batch["id"])
-            self.record(batch, "declined earlier, not reopened")
+            self.decline(batch, jobs, str(head.id), "declined earlier, not reopened")  # a person closed it: never reopened
+            return
+        pull = self.route.change(branch) if self.route is not None else None
+        if pull is not None and pull.state == "closed":  # a person closed its pull request: never reopened
+            self.decline(batch, jobs, str(head.id), f"declined: {pull.ref} was closed by a person, not reopened")
             return
         done = merged_as(repo, branch) if branch not in repo.git.branches.local else None
         if done is None:
@@ -473,7 +493,13 @@ class _Run:
             if _diff_lines(repo, head, branch) > self.caps.max_diff_lines:
                 self.leave(batch, branch, f"diff over max_diff_lines ({self.caps.max_diff_lines})")
                 return
-            converged = self.converge(batch, branch, head, jobs)
+            try:
+                converged = self.converge(batch, branch, head, jobs)
+            except ConflictError as exc:
+                if self.route is None:
+                    raise
+                self.decline(batch, jobs, str(head.id), f"declined: {exc.message}")  # the forge does not reopen what a person closed
+                return
             if converged is None:
                 return
             commit, jobs = converged
@@ -483,6 +509,19 @@ class _Run:
         _record_batch(cycle, batch, jobs, commit, "done")
         self.report.batches_done.append(batch["id"])
         self.record(batch, "merged")
+
+    def settle(self, batch: dict[str, Any]) -> None:
+        """A batch left for a person: has the person merged, closed or deleted it yet?"""
+        pull = self.route.change(batch["branch"]) if self.route is not None else None
+        _settle_human(self.repo, self.cycle, batch, pull.state if pull is not None else None)
+        if batch["state"] != "needs-human":
+            self.record(batch, batch["state"])
+
+    def decline(self, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], commit: str, why: str) -> None:
+        _record_batch(self.cycle, batch, jobs, commit, "declined")
+        batch["found"].append({"kind": "declined", "path": "", "detail": why, "fixed": False})
+        self.report.batches_done.append(batch["id"])
+        self.record(batch, why)
 
     def converge(
         self, batch: dict[str, Any], branch: str, base: pygit2.Commit, jobs: list[tuple[str, JobResult]]
@@ -497,7 +536,7 @@ class _Run:
         withdrawn: dict[str, dict[str, str]] = {}
         round_no = 1
         while True:
-            review = review_branch(self.repo, branch, round_no, self.agents)
+            review = self.route.review(branch) if self.route is not None else review_branch(self.repo, branch, round_no, self.agents)
             self.usage = self.usage + review.usage
             if review.verdict == "approve":
                 break
@@ -515,6 +554,8 @@ class _Run:
         batch["rounds"] = round_no
         if withdrawn:
             batch["withdrawn"] = withdrawn
+        if self.route is not None:
+            return self.route.merge(branch), jobs
         return merge_branch(self.repo, branch, build_index=False).commit, jobs
 
     def withdraw(
@@ -567,11 +608,12 @@ class _Run:
         return self.repo.head()
 
 
-def _settle_human(repo: Repo, cycle: Cycle, batch: dict[str, Any]) -> None:
-    """A branch left for a person: merged by them (done), deleted by them (declined: its pages
-    and claims are kept as they are, and the branch is never reopened), or still open."""
+def _settle_human(repo: Repo, cycle: Cycle, batch: dict[str, Any], pull_state: str | None = None) -> None:
+    """A branch left for a person: merged by them (done), deleted by them or its pull request
+    closed (declined: its pages and claims are kept as they are, and the branch is never
+    reopened), or still open (``pull_state``: its pull request's state, on a forge)."""
     branch = batch["branch"]
-    if branch in repo.git.branches.local:
+    if pull_state == "open" or (pull_state is None and branch in repo.git.branches.local):
         return
     done = merged_as(repo, branch)
     batch["state"] = "done" if done is not None else "declined"
@@ -610,7 +652,7 @@ def _nothing_new(repo: Repo, cycle: Cycle, head: pygit2.Commit, scope: str, batc
     return True
 
 
-def _finish(repo: Repo, cycle: Cycle) -> None:
+def _finish(repo: Repo, cycle: Cycle, route: ForgeRoute | None = None) -> None:
     if cycle["status"] != "open" or any(b["state"] not in ("done", "declined") for b in cycle["batches"]):
         return
     for entry in list(cycle["pages"].values()) + list(cycle["claims"].values()):
@@ -626,6 +668,8 @@ def _finish(repo: Repo, cycle: Cycle) -> None:
     cycle["replay"] = replay_score(repo, head)
     cycle["content"] = content_digest(repo, head)
     commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: complete, coverage 100%")
+    if route is not None:
+        route.publish()
 
 
 def _plan_report(repo: Repo, cycle: Cycle, head: pygit2.Commit, today: str) -> RunReport:
