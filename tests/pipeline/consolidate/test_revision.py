@@ -41,7 +41,9 @@ def seed(root: Path, max_rounds: int | None = None) -> Repo:
     }
     summaries = {f"{FOLDER}/hours": "Maria Lopez opens the office.", f"{FOLDER}/pricing": "The annual fee is 100 euros."}
     files[f"{FOLDER}/index.md"] = index_text(FOLDER, "Policies", "Company policies.", "system", summaries)
-    files["knowledge/index.md"] = index_text("knowledge", "Knowledge", "Shared knowledge.", "system", {f"{FOLDER}/index": "Company policies."})
+    files["knowledge/index.md"] = index_text(
+        "knowledge", "Knowledge", "Shared knowledge.", "system", {f"{FOLDER}/index": "Company policies."}
+    )
     commit(repo, files, "seed")
     if max_rounds is not None:
         config = repo.root / "kb.config.yaml"
