@@ -701,8 +701,8 @@ def merge_duplicates(texts: Texts, paths: Iterable[str], today: str, model: Mode
     metas: dict[str, dict[str, Any]] = {p: dict(page.meta) for p, page in pages.items()}
     removals: dict[str, list[tuple[_Stated, str]]] = {}
     by_type: dict[str, dict[str, list[_Stated]]] = {}
-    for p, items in stated.items():
-        by_type.setdefault(str(pages[p].meta.get("type", "")), {})[p] = items
+    for p, of_page in stated.items():
+        by_type.setdefault(str(pages[p].meta.get("type", "")), {})[p] = of_page
     groups = [g for _, of_type in sorted(by_type.items()) for g in _duplicate_groups(of_type, result, model)]
     for group in groups:
         canonical = min({i.path for i in group}, key=lambda p: (-len(stated[p]), p))
