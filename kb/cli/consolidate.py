@@ -65,6 +65,8 @@ def consolidate(
             )
             for found in batch["found"]:
                 echo(f"    [{found['kind']}] {found['path']}: {found['detail']}")
+            for line in batch["skipped"]:
+                echo(f"    skipped: {line}")
         return
     if report.status == "nothing-to-do":
         echo(f"nothing new since cycle {report.cycle} (complete, coverage {report.percent:g}%): no new cycle started")

@@ -673,7 +673,8 @@ def _finish(repo: Repo, cycle: Cycle, route: ForgeRoute | None = None) -> None:
 
 
 def _plan_report(repo: Repo, cycle: Cycle, head: pygit2.Commit, today: str) -> RunReport:
-    """What the cycle would do now: each batch still to do, with what its jobs would find."""
+    """What the cycle would do now: each batch still to do, with what its jobs would find and skip
+    (the offline jobs: a plan spends nothing on a model)."""
     report = _report(cycle, "plan")
     view = CommitView(repo, head)
     for batch in cycle["batches"]:
@@ -682,7 +683,10 @@ def _plan_report(repo: Repo, cycle: Cycle, head: pygit2.Commit, today: str) -> R
         jobs = run_jobs(view, batch, today)
         changes = sorted({p for _, r in jobs for p in r.changes})
         found = [{"job": name, "kind": f.kind, "path": f.path, "detail": f.detail, "fixed": f.fixed} for name, r in jobs for f in r.found]
-        report.plan.append({"batch": batch["id"], "pages": len(batch["pages"]), "would_change": changes, "found": found})
+        skipped = [f"{name}: {line}" for name, r in jobs for line in r.skipped]
+        report.plan.append(
+            {"batch": batch["id"], "pages": len(batch["pages"]), "would_change": changes, "found": found, "skipped": skipped}
+        )
     return report
 
 
