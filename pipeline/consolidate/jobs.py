@@ -136,14 +136,17 @@ def _check_claims(texts: Texts, page: Page, cites: dict[str, Any]) -> list[_Chec
 
 
 def _in_other_words(checked: _Checked) -> bool:
-    """The gate passes it, and it says its quote in other words: only a model can tell whether the meaning held."""
+    """The gate passes it, and it says its quote in other words: only a model can tell whether
+    the meaning held. A claim that holds each quote word for word (``Alice said: "…"``, the
+    quote itself) is not in other words: what it adds around the quote is the gate's to check."""
     claim = checked.claim
+    plain = _norm_claim(claim.text)
     return (
         not checked.problems
         and checked.restatable
         and bool(checked.quotes)
         and not claim.text.startswith("In the source: ")
-        and not all(is_verbatim(claim, q) for q in checked.quotes)
+        and not all(is_verbatim(claim, q) or _norm_claim(q) in plain for q in checked.quotes)
     )
 
 

@@ -153,7 +153,10 @@ def test_offline_jobs_say_what_they_skip(tmp_path: Path) -> None:
     _, texts = repo_with(
         tmp_path / "kb",
         {
-            "refunds": ([("Refunds are allowed.", 1)], ""),
+            "refunds": (
+                [("Refunds are allowed.", 1), ('The handbook says: "The car is blue."', 6)],
+                "",
+            ),  # the quote word for word: not counted
             "eu": ([("Refunds for EU customers are allowed within 7 days.", 1)], ""),
             "faq": ([("EU customers may get refunds within 7 days.", 3)], ""),
         },
