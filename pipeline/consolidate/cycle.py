@@ -421,6 +421,7 @@ class _Run:
     started: float = field(default_factory=time.monotonic)
     usage: Usage = field(default_factory=Usage)
     opened: int = 0
+    halt: str = ""  # why no further batch may start (the forge has too many open pull requests)
     pages_seen: int = 0
 
     def cap_reached(self) -> str:
@@ -433,6 +434,7 @@ class _Run:
             return f"max_seconds ({caps.max_seconds:g}) reached"
         if self.cost_usd() > caps.max_cost_usd:
             return f"max_cost_usd ({caps.max_cost_usd:g}) reached"
+        return self.halt
         return ""
 
     def cost_usd(self) -> float:
@@ -487,6 +489,9 @@ class _Run:
                     return
                 remove_workspace(repo, branch)
                 repo.git.branches.local.delete(branch)
+            self.halt = self.route.full() if self.route is not None else ""
+            if self.halt:  # opened in a later run, from the same inputs under the same name
+                return
             head = self._retire_dropped(batch, view, changes) or head
             self.opened += 1
             _propose_batch(repo, cycle, batch, jobs, branch, head, self.model.identity if self.model else CONSOLIDATION_PROPOSER)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kb.repo import Repo
-from pipeline.forge.base import Change, Forge
+from pipeline.forge.base import KB_LABEL, Change, Forge
 from pipeline.forge.changes import make_forge, make_remote, merge_change, open_change, review_change, sync_main
 from pipeline.forge.remote import GitRemote
 from pipeline.review import ReviewResult
@@ -49,6 +49,13 @@ class ForgeRoute:
         """The newest pull request of ``branch``, whatever its state."""
         changes = self.forge.find_changes(branch=branch, state="all")
         return changes[0] if changes else None
+
+    def full(self) -> str:
+        """Why no further pull request may be opened now (``forge.max_open_prs`` kb pull requests
+        are open), or ""."""
+        limit = self.repo.config.forge.max_open_prs
+        open_kb = [c for c in self.forge.find_changes(state="open") if KB_LABEL in c.labels]
+        return f"forge.max_open_prs ({limit}) kb pull requests are open" if len(open_kb) >= limit else ""
 
     def review(self, branch: str) -> ReviewResult:
         """Open the branch's pull request (or update it: one per branch) and review it there.

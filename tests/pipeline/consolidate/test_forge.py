@@ -15,7 +15,7 @@ import pytest
 from kb.repo import Repo
 from pipeline.consolidate.cycle import cycle_status, run_consolidation
 from pipeline.forge.remote import GitRemote
-from tests.builders import commit
+from tests.builders import commit, index_text
 from tests.forge.github_double import GitHubDouble
 from tests.pipeline.consolidate.test_revision import FOLDER, TODAY, seed
 from tests.pipeline.forge.conftest import TOKENS, forge_config
@@ -34,10 +34,10 @@ def double(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitHubDo
         server.stop()
 
 
-def on_forge(root: Path, double: GitHubDouble, max_rounds: int | None = None) -> Repo:
+def on_forge(root: Path, double: GitHubDouble, max_rounds: int | None = None, extra: str = "") -> Repo:
     repo = seed(root, max_rounds)
     config = repo.root / "kb.config.yaml"
-    config.write_text(config.read_text(encoding="utf-8") + forge_config(double.api_url), encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8") + forge_config(double.api_url, extra), encoding="utf-8")
     repo.commit_worktree_paths(["kb.config.yaml"], "Use the GitHub forge")
     repo.git.remotes.create("origin", double.git_url)
     GitRemote(repo.root, "origin", "tok-proposer").push_branch("main")
@@ -69,7 +69,7 @@ def test_a_cycle_goes_through_pull_requests_on_the_forge(tmp_path: Path, double:
 
 
 def test_same_inputs_never_open_a_second_pull_request_and_a_closed_one_is_not_reopened(tmp_path: Path, double: GitHubDouble) -> None:
-    repo = on_forge(tmp_path / "kb", double, max_rounds=1)
+    repo = on_forge(tmp_path / "kb", double, max_rounds=1, extra="  max_open_prs: 1\n")
     first = run_consolidation(repo, today=TODAY, build_index=False)
     [branch] = first.needs_human  # refused after its one round: the pull request waits for a person
     [number] = list(double.pulls)
@@ -88,6 +88,34 @@ def test_same_inputs_never_open_a_second_pull_request_and_a_closed_one_is_not_re
     commit(repo, {"knowledge/note.md": (repo.root / f"{FOLDER}/pricing.md").read_text().replace(f"{FOLDER}/pricing", "knowledge/note")})
     GitRemote(repo.root, "origin", "tok-proposer").push_branch("main", force=False)
     later = run_consolidation(repo, today=TODAY, build_index=False)
-    assert later.cycle != first.cycle
+    assert later.cycle != first.cycle and later.stopped == ""
     assert list(double.pulls) == [number] and double.pulls[number].state == "closed"
     assert any(f["kind"] == "declined" and "not reopened" in f["detail"] for f in later.found)
+
+
+def test_no_pull_request_is_opened_past_max_open_prs(tmp_path: Path, double: GitHubDouble) -> None:
+    repo = on_forge(tmp_path / "kb", double, max_rounds=1, extra="  max_open_prs: 1\n")
+    # a second folder (after knowledge/policies) with a stale L0 of its own
+    pricing = (repo.root / f"{FOLDER}/pricing.md").read_text(encoding="utf-8").replace(f"{FOLDER}/pricing", "knowledge/zz/fees")
+    commit(
+        repo,
+        {
+            "knowledge/zz/fees.md": pricing,
+            "knowledge/zz/index.md": index_text(
+                "knowledge/zz", "Fees", "Fees.", "system", {"knowledge/zz/fees": "The annual fee is 100 euros."}
+            ),
+            "knowledge/index.md": index_text(
+                "knowledge",
+                "Knowledge",
+                "Shared knowledge.",
+                "system",
+                {f"{FOLDER}/index": "Company policies.", "knowledge/zz/index": "Fees."},
+            ),
+        },
+    )
+    GitRemote(repo.root, "origin", "tok-proposer").push_branch("main", force=False)
+    report = run_consolidation(repo, today=TODAY, build_index=False)
+    assert report.stopped == "forge.max_open_prs (1) kb pull requests are open" and report.status == "open"
+    assert len(double.pulls) == 1 and double.pulls[next(iter(double.pulls))].state == "open"  # the policies one, waiting
+    record = cycle_status(repo)
+    assert record["batches"].get("pending", 0) >= 1
