@@ -435,7 +435,6 @@ class _Run:
         if self.cost_usd() > caps.max_cost_usd:
             return f"max_cost_usd ({caps.max_cost_usd:g}) reached"
         return self.halt
-        return ""
 
     def cost_usd(self) -> float:
         return self.usage.cost_usd + (self.model.usage.cost_usd if self.model is not None else 0.0)
