@@ -63,7 +63,7 @@ bench-memory: setup
 
 # One consolidation cycle over LoCoMo user memory (offline agents): pages, claims, recall@10 before/after.
 bench-consolidate: setup
-	PYTHONPATH=$(CURDIR) $(BIN)/python bench/consolidate_locomo.py --locomo $(DATA)/locomo/locomo-dev.json --conversations 1
+	PYTHONPATH=$(CURDIR) $(BIN)/python bench/consolidate_locomo.py --locomo $(DATA)/locomo/locomo-dev.json --conversations 3
 
 bench-retrieval: setup
 	$(BIN)/kb eval retrieval --corpus $(DATA)/scifact/corpus.jsonl --queries $(DATA)/scifact/queries.jsonl --qrels $(DATA)/scifact/qrels/dev.tsv --mode all --k 10,100

@@ -22,10 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from agents.backend import ReadBackend
 from agents.llm import Budget, LiteLLMClient, ModelReply, ToolCall, Usage, check_budget
 from agents.prompts import tool_reminder
-from agents.schemas import Comment, ReviewComment, Submission, Verdict
+from agents.schemas import Comment, ReviewComment
 from agents.tools import Tool, ToolOutcome, dispatch, tool_specs
 from kb.errors import BudgetExceededError, KbError, ModelError
 
@@ -41,7 +43,7 @@ class AgentRun:
     messages: tuple[dict[str, Any], ...]  # system, user, assistant and tool messages, as sent
     steps: tuple[dict[str, Any], ...]  # one per model call: usage, finish reason, tool calls
     usage: Usage
-    result: Submission | Verdict | None  # the terminal tool's payload; None when the run stopped
+    result: BaseModel | None  # the terminal tool's payload (Submission, Verdict, ...); None when the run stopped
     comments: tuple[Comment, ...] = ()
     stopped: str | None = None  # why the run ended without a result
 
@@ -135,7 +137,7 @@ class _Recorder:
     def remind(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
 
-    def run(self, result: Submission | Verdict | None = None, stopped: str | None = None) -> AgentRun:
+    def run(self, result: BaseModel | None = None, stopped: str | None = None) -> AgentRun:
         return AgentRun(
             model=self.model,
             messages=tuple(self.messages),
@@ -215,7 +217,7 @@ def run_agent(
             invalid_in_a_row = 0
             if outcome.status == "terminal":
                 recorder.skipped(later, f"after {call.name}, which ends the run")
-                assert isinstance(outcome.payload, Submission | Verdict)
+                assert outcome.payload is not None
                 return recorder.run(result=outcome.payload)
     message = f"{client.settings.model}: no {' or '.join(terminal)} after {max_steps} steps"
     raise AgentModelError(

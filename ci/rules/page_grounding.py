@@ -289,6 +289,17 @@ def _summary(page: Page, cites: dict[str, Cited], reader: Reader) -> list[Findin
     return out
 
 
+def summary_problems(page: Page) -> list[str]:
+    """What ``page``'s L0 states that none of its cited claims or quotes does (``grounding.summary``
+    on the L0 alone): consolidation asks it after removing claims from a page."""
+    quotes = [c.quote for c in page.structure.citations if c.evidence_id]
+    if page.meta.get("type") == "index" or not quotes or not page.summary:
+        return []
+    found, _ = statements(page)
+    backing = Evidence([Cited("", "", 1, 1, "\n".join([s.text for s in found] + quotes), ("",))])
+    return _backing_problems(page.summary, backing, Reader.for_page(page))
+
+
 def _backing_problems(text: str, backing: Evidence, reader: Reader) -> list[str]:
     claim = fc.fold(text)
     blanked = claim

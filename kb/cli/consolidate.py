@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kb.cli.common import JsonOpt, echo, open_repo, print_json
+
+if TYPE_CHECKING:
+    from pipeline.consolidate.cycle import RunReport
 
 consolidate_app = typer.Typer(
     help="Re-verify, dedupe, retire and qualify the knowledge base as reviewed changes with a coverage record.\n\nExample: kb consolidate --plan",
@@ -57,14 +60,7 @@ def consolidate(
         print_json(report.to_dict())
         return
     if plan:
-        echo(f"cycle {report.cycle}: coverage {report.covered}/{report.total}; batches still to do:")
-        for batch in report.plan:
-            fixes = [f for f in batch["found"] if f["fixed"]]
-            echo(
-                f"- {batch['batch']}: {len(batch['would_change'])} page(s) to change, {len(fixes)} fix(es), {len(batch['found']) - len(fixes)} left for a person"
-            )
-            for found in batch["found"]:
-                echo(f"    [{found['kind']}] {found['path']}: {found['detail']}")
+        _print_plan(report)
         return
     if report.status == "nothing-to-do":
         echo(f"nothing new since cycle {report.cycle} (complete, coverage {report.percent:g}%): no new cycle started")
@@ -73,8 +69,25 @@ def consolidate(
     echo(f"{len(report.batches_done)} batch(es) done, {len(report.merged)} branch(es) merged, {len(report.needs_human)} left for a person")
     for branch in report.needs_human:
         echo(f"needs a person: {branch} (`kb review {branch}`, merge or delete it; then run kb consolidate again)")
+    for line in report.skipped[:10]:
+        echo(f"skipped: {line}")
+    if len(report.skipped) > 10:
+        echo(f"skipped: ... and {len(report.skipped) - 10} more (kb consolidate --json)")
     if report.stopped:
         echo(f"stopped: {report.stopped}; run kb consolidate again to continue")
+
+
+def _print_plan(report: RunReport) -> None:
+    echo(f"cycle {report.cycle}: coverage {report.covered}/{report.total}; batches still to do:")
+    for batch in report.plan:
+        fixes = [f for f in batch["found"] if f["fixed"]]
+        echo(
+            f"- {batch['batch']}: {len(batch['would_change'])} page(s) to change, {len(fixes)} fix(es), {len(batch['found']) - len(fixes)} left for a person"
+        )
+        for found in batch["found"]:
+            echo(f"    [{found['kind']}] {found['path']}: {found['detail']}")
+        for line in batch["skipped"]:
+            echo(f"    skipped: {line}")
 
 
 @consolidate_app.command("status")
@@ -98,3 +111,5 @@ def status(as_json: JsonOpt = False) -> None:
     echo("batches: " + ", ".join(f"{v} {k}" for k, v in state["batches"].items()))
     for branch in state["waiting"]:
         echo(f"waiting for a person: {branch}")
+    for path in state["disputed"]:
+        echo(f"disputed, for a person to decide: {path}")

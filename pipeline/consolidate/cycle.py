@@ -20,12 +20,14 @@ import pygit2
 
 from agents.family import check_distinct_families
 from agents.llm import Usage
-from agents.protocols import ProposalTask
+from agents.protocols import AgentIdentity, ProposalTask
+from agents.schemas import Comment
 from kb.clock import iso_utc, today_utc
 from kb.errors import ConflictError, UsageError
 from kb.evidence import ledger_at
 from kb.repo import Repo, diff_trees
 from pipeline.backend import branch_backend
+from pipeline.consolidate.forge_route import ForgeRoute
 from pipeline.consolidate.jobs import (
     JobResult,
     current_conflicts,
@@ -37,13 +39,15 @@ from pipeline.consolidate.jobs import (
     retire_expired,
     rewrite_l0,
 )
+from pipeline.consolidate.model import ModelJobs, model_jobs_for
 from pipeline.consolidate.proposer import CONSOLIDATION_PROPOSER, ConsolidationProposer
 from pipeline.consolidate.record import RECORD_DIR, REPLAY_FILE, Cycle, all_cycles, commit_record, coverage, current_cycle
 from pipeline.consolidate.view import CommitView, Texts, folder_of, root_of, span_key
+from pipeline.forge.base import Forge
 from pipeline.merge import merge_branch, merged_as
 from pipeline.propose import trailers_for
 from pipeline.records import set_status, status_of
-from pipeline.review import review_branch
+from pipeline.review import clean_workspace, review_branch
 from pipeline.roles import Agents, make_agents
 from pipeline.workspace import BRANCH_PREFIX, open_workspace, remove_workspace
 
@@ -113,8 +117,12 @@ def plan_cycle(repo: Repo, head: pygit2.Commit, scope: str, batch_pages: int, st
     }
 
 
-def run_jobs(view: CommitView, batch: dict[str, Any], today: str) -> list[tuple[str, JobResult]]:
-    """The batch's jobs in order on ``view``, each seeing the texts the ones before it wrote."""
+def run_jobs(
+    view: CommitView, batch: dict[str, Any], today: str, model: ModelJobs | None = None, frozen: frozenset[str] = frozenset()
+) -> list[tuple[str, JobResult]]:
+    """The batch's jobs in order on ``view``, each seeing the texts the ones before it wrote;
+    with ``model``, the jobs also ask it what the offline checks cannot decide. ``frozen`` pages
+    (withdrawn after a review) are neither read as candidates nor written."""
     texts = Texts(view)
     out: list[tuple[str, JobResult]] = []
 
@@ -123,17 +131,23 @@ def run_jobs(view: CommitView, batch: dict[str, Any], today: str) -> list[tuple[
         out.append((name, result))
 
     if batch["kind"] == "pages":
-        paths = [p for p in batch["pages"] if p in view.files]
-        run("re-verification", regrounding(texts, paths))
+        paths = [p for p in batch["pages"] if p in view.files and p not in frozen]
+        run("re-verification", regrounding(texts, paths, model))
         run("links", repair_links(texts, paths, view.ids))
         run("retirement", retire_expired(texts, paths, today))
-        run("summaries", rewrite_l0(texts, paths))
-        if f"{batch['folder']}/index.md" in view.files:
+        run("summaries", rewrite_l0(texts, paths, model=model))
+        if f"{batch['folder']}/index.md" in view.files and f"{batch['folder']}/index.md" not in frozen:
             run("index", regenerate_index(texts, batch["folder"]))
     else:
-        paths = [p for p in sorted(view.files) if root_of(p) == batch["root"]]
+        paths = [p for p in sorted(view.files) if root_of(p) == batch["root"] and p not in frozen]
         if batch["kind"] == "duplicates":
-            run("dedupe", merge_duplicates(texts, paths, today))
+            dedupe = merge_duplicates(texts, paths, today, model)
+            run("dedupe", dedupe)
+            summaries = rewrite_l0(texts, sorted(dedupe.changes), model=model)  # an L0 may name what was merged away
+            run("summaries", summaries)
+            for folder in sorted({folder_of(p) for p in summaries.changes}):
+                if f"{folder}/index.md" in view.files and f"{folder}/index.md" not in frozen:
+                    run("index", regenerate_index(texts, folder))
         else:
             run("conflicts", qualify_conflicts(texts, paths))
     return out
@@ -164,6 +178,7 @@ class RunReport:
     found: list[dict[str, Any]] = field(default_factory=list)
     stopped: str = ""
     plan: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # what the jobs could not do (offline: what needs a model)
 
     @property
     def percent(self) -> float:
@@ -180,6 +195,7 @@ class RunReport:
             "found": self.found,
             "stopped": self.stopped,
             "plan": self.plan,
+            "skipped": self.skipped,
         }
 
 
@@ -198,6 +214,9 @@ def _record_batch(cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, Job
     batch["found"] = [
         {"job": name, "kind": f.kind, "path": f.path, "detail": f.detail, "fixed": f.fixed} for name, r in jobs for f in r.found
     ]
+    skipped = [f"{name}: {s}" for name, r in jobs for s in r.skipped]
+    if skipped:
+        batch["skipped"] = skipped
     fixed_ok = state == "done"
     for _, result in jobs:
         for key, (action, reason) in result.claims.items():
@@ -213,6 +232,13 @@ def _record_batch(cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, Job
             for key, entry in cycle["claims"].items():
                 if key.rsplit("#", 1)[0] == path:
                     _set_action(entry, "verified", commit)
+    for path, what in (batch.get("withdrawn") or {}).items() if fixed_ok else ():
+        # the Reviewer refused the change to this page: it stays as it was; a contradiction on it waits for a person
+        action = "disputed" if what["kind"] == "conflict" else "kept"
+        reason = f"change withdrawn after review: {what['reason']}" + ("; for a person to decide" if action == "disputed" else "")
+        for entry in [cycle["pages"].get(path)] + [e for k, e in cycle["claims"].items() if k.rsplit("#", 1)[0] == path]:
+            if entry is not None:
+                entry |= {"action": action, "commit": commit, "reason": reason}
 
 
 def _known_branches(cycles: list[Cycle]) -> dict[str, str]:
@@ -256,24 +282,34 @@ def _diff_lines(repo: Repo, base: pygit2.Commit, branch: str) -> int:
     return int(stats.insertions + stats.deletions)
 
 
+def _trailers(
+    cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], base: pygit2.Commit, identity: AgentIdentity, round_no: int
+) -> dict[str, str]:
+    """The proposal trailers of a batch's commits (evidence its claims cite), with the cycle and job."""
+    cited = sorted(
+        {span.split("#")[0] for _, r in jobs for key in r.claims for span in [cycle["claims"].get(key, {}).get("cites", "")] if span}
+    )
+    return trailers_for(tuple(cited), str(base.id), identity, round_no) | {"Kb-Consolidation": cycle["cycle"], "Kb-Job": batch["id"]}
+
+
 def _propose_batch(
-    repo: Repo, cycle: Cycle, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], branch: str, head: pygit2.Commit
+    repo: Repo,
+    cycle: Cycle,
+    batch: dict[str, Any],
+    jobs: list[tuple[str, JobResult]],
+    branch: str,
+    head: pygit2.Commit,
+    identity: AgentIdentity = CONSOLIDATION_PROPOSER,
 ) -> None:
     root = batch.get("root") or root_of(batch["folder"] + "/x")
     allowed = (root + "/",)
     workspace = open_workspace(repo, branch, base=str(head.id), allowed=allowed)
-    cited = sorted(
-        {span.split("#")[0] for _, r in jobs for key in r.claims for span in [cycle["claims"].get(key, {}).get("cites", "")] if span}
-    )
-    trailers = trailers_for(tuple(cited), str(head.id), CONSOLIDATION_PROPOSER, 1) | {
-        "Kb-Consolidation": cycle["cycle"],
-        "Kb-Job": batch["id"],
-    }
+    trailers = _trailers(cycle, batch, jobs, head, identity, 1)
 
     def checkpoint(message: str) -> None:
         workspace.commit(message, trailers)
 
-    proposer = ConsolidationProposer(jobs, checkpoint)
+    proposer = ConsolidationProposer(jobs, checkpoint, identity)
     proposer.propose(ProposalTask((), allowed), branch_backend(workspace, head))
 
 
@@ -286,14 +322,19 @@ def run_consolidation(
     today: str | None = None,
     agents: Agents | None = None,
     build_index: bool = True,
+    model: ModelJobs | None = None,
+    forge: Forge | None = None,
 ) -> RunReport:
-    """Start or resume the repository's cycle and run its batches up to the caps."""
+    """Start or resume the repository's cycle and run its batches up to the caps. The jobs ask
+    ``model`` (default: the configured Proposer model, none offline) what they cannot decide.
+    With ``forge: {kind: github}`` (or ``forge`` given) each branch goes through a pull request."""
     config = repo.config.consolidation
     caps = Caps(max_changes or config.max_changes, config.max_pages, config.max_diff_lines, config.max_cost_usd, config.max_seconds)
     today = today or today_utc()
     merged_any = False
     with repo.write_lock():
-        report, merged_any = _run_locked(repo, scope, batch_pages or config.batch_pages, caps, plan_only, today, agents)
+        route = None if plan_only else ForgeRoute.for_repo(repo, forge)
+        report, merged_any = _run_locked(repo, scope, batch_pages or config.batch_pages, caps, plan_only, today, agents, model, route)
     if build_index and merged_any:
         from kb.retrieval.build import build_index as build
 
@@ -307,8 +348,18 @@ def _report(cycle: Cycle, status: str | None = None) -> RunReport:
 
 
 def _run_locked(
-    repo: Repo, scope: str, batch_pages: int, caps: Caps, plan_only: bool, today: str, agents: Agents | None
+    repo: Repo,
+    scope: str,
+    batch_pages: int,
+    caps: Caps,
+    plan_only: bool,
+    today: str,
+    agents: Agents | None,
+    model: ModelJobs | None,
+    route: ForgeRoute | None,
 ) -> tuple[RunReport, bool]:
+    if route is not None:
+        route.sync()  # the cycle starts from the forge's default branch
     head = repo.head()
     if head is None:
         raise ConflictError("the repository has no commits yet", hint="run `kb init` first")
@@ -325,11 +376,15 @@ def _run_locked(
         cycle = plan_cycle(repo, head, scope, batch_pages, iso_utc())
         if not plan_only:
             commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: plan, {len(cycle['batches'])} batch(es)")
+            if route is not None:
+                route.publish()
     if plan_only:
         return _plan_report(repo, cycle, head, today), False
     agents = agents or make_agents(repo.config)
-    check_distinct_families(CONSOLIDATION_PROPOSER.family, agents.reviewer.identity.family, repo.config.models.allow_same_family)
-    run = _Run(repo, cycle, caps, agents, today, _known_branches(all_cycles(repo)), _report(cycle))
+    model = model or model_jobs_for(repo.config)
+    identity = model.identity if model is not None else CONSOLIDATION_PROPOSER
+    check_distinct_families(identity.family, agents.reviewer.identity.family, repo.config.models.allow_same_family)
+    run = _Run(repo, cycle, caps, agents, today, _known_branches(all_cycles(repo)), _report(cycle), model, route)
     for batch in cycle["batches"]:
         if batch["state"] in ("done", "declined"):
             continue
@@ -337,7 +392,7 @@ def _run_locked(
         if run.report.stopped:
             break
         run.batch(batch)
-    _finish(repo, cycle)
+    _finish(repo, cycle, route)
     final = _report(cycle)
     final.batches_done, final.merged, final.needs_human, final.stopped = (
         run.report.batches_done,
@@ -346,6 +401,7 @@ def _run_locked(
         run.report.stopped,
     )
     final.found = [f for b in cycle["batches"] for f in b["found"]]
+    final.skipped = [f"{b['id']}: {s}" for b in cycle["batches"] for s in b.get("skipped", [])]
     return final, bool(run.report.merged)
 
 
@@ -360,9 +416,12 @@ class _Run:
     today: str
     known: dict[str, str]
     report: RunReport
+    model: ModelJobs | None = None
+    route: ForgeRoute | None = None  # pull requests on the forge, instead of local merges
     started: float = field(default_factory=time.monotonic)
     usage: Usage = field(default_factory=Usage)
     opened: int = 0
+    halt: str = ""  # why no further batch may start (the forge has too many open pull requests)
     pages_seen: int = 0
 
     def cap_reached(self) -> str:
@@ -373,12 +432,17 @@ class _Run:
             return f"max_pages ({caps.max_pages}) reached"
         if time.monotonic() - self.started > caps.max_seconds:
             return f"max_seconds ({caps.max_seconds:g}) reached"
-        if self.usage.cost_usd > caps.max_cost_usd:
+        if self.cost_usd() > caps.max_cost_usd:
             return f"max_cost_usd ({caps.max_cost_usd:g}) reached"
-        return ""
+        return self.halt
+
+    def cost_usd(self) -> float:
+        return self.usage.cost_usd + (self.model.usage.cost_usd if self.model is not None else 0.0)
 
     def record(self, batch: dict[str, Any], what: str) -> None:
         commit_record(self.repo, self.cycle, f"Consolidation {self.cycle['cycle']}: {batch['id']} {what}")
+        if self.route is not None:
+            self.route.publish()
 
     def leave(self, batch: dict[str, Any], branch: str, reason: str, found: list[dict[str, Any]] | None = None) -> None:
         tip = self.repo.git.branches.local[branch].peel(pygit2.Commit)
@@ -392,14 +456,12 @@ class _Run:
     def batch(self, batch: dict[str, Any]) -> None:
         repo, cycle = self.repo, self.cycle
         if batch["state"] == "needs-human" and batch["branch"]:
-            _settle_human(repo, cycle, batch)
-            if batch["state"] != "needs-human":
-                self.record(batch, batch["state"])
+            self.settle(batch)
             return
         head = repo.head()
         assert head is not None
         view = CommitView(repo, head)
-        jobs = run_jobs(view, batch, self.today)
+        jobs = run_jobs(view, batch, self.today, self.model)
         changes = {p: t for _, r in jobs for p, t in r.changes.items()}
         changes = {p: t for p, t in changes.items() if view.text(p) != t}
         self.pages_seen += len(batch["pages"]) or len(view.files)
@@ -410,9 +472,11 @@ class _Run:
             return
         branch = batch["branch"] = branch_for(batch, view, changes)
         if self.known.get(branch) in ("needs-human", "declined") and branch not in repo.git.branches.local:
-            _record_batch(cycle, batch, jobs, str(head.id), "declined")  # a person closed it: never reopened
-            self.report.batches_done.append(batch["id"])
-            self.record(batch, "declined earlier, not reopened")
+            self.decline(batch, jobs, str(head.id), "declined earlier, not reopened")  # a person closed it: never reopened
+            return
+        pull = self.route.change(branch) if self.route is not None else None
+        if pull is not None and pull.state == "closed":  # a person closed its pull request: never reopened
+            self.decline(batch, jobs, str(head.id), f"declined: {pull.ref} was closed by a person, not reopened")
             return
         done = merged_as(repo, branch) if branch not in repo.git.branches.local else None
         if done is None:
@@ -424,23 +488,115 @@ class _Run:
                     return
                 remove_workspace(repo, branch)
                 repo.git.branches.local.delete(branch)
+            self.halt = self.route.full() if self.route is not None else ""
+            if self.halt:  # opened in a later run, from the same inputs under the same name
+                return
             head = self._retire_dropped(batch, view, changes) or head
             self.opened += 1
-            _propose_batch(repo, cycle, batch, jobs, branch, head)
+            _propose_batch(repo, cycle, batch, jobs, branch, head, self.model.identity if self.model else CONSOLIDATION_PROPOSER)
             if _diff_lines(repo, head, branch) > self.caps.max_diff_lines:
                 self.leave(batch, branch, f"diff over max_diff_lines ({self.caps.max_diff_lines})")
                 return
-            review = review_branch(repo, branch, 1, self.agents)
-            self.usage = self.usage + review.usage
-            if review.verdict != "approve":
-                found = [{"kind": "review", "path": c.path, "detail": c.message, "fixed": False} for c in review.comments]
-                self.leave(batch, branch, review.summary, found)
+            try:
+                converged = self.converge(batch, branch, head, jobs)
+            except ConflictError as exc:
+                if self.route is None:
+                    raise
+                self.decline(batch, jobs, str(head.id), f"declined: {exc.message}")  # the forge does not reopen what a person closed
                 return
-            done = merge_branch(repo, branch, build_index=False)
+            if converged is None:
+                return
+            commit, jobs = converged
+        else:
+            commit = done.commit
         self.report.merged.append(branch)
-        _record_batch(cycle, batch, jobs, done.commit, "done")
+        _record_batch(cycle, batch, jobs, commit, "done")
         self.report.batches_done.append(batch["id"])
         self.record(batch, "merged")
+
+    def settle(self, batch: dict[str, Any]) -> None:
+        """A batch left for a person: has the person merged, closed or deleted it yet?"""
+        pull = self.route.change(batch["branch"]) if self.route is not None else None
+        _settle_human(self.repo, self.cycle, batch, pull.state if pull is not None else None)
+        if batch["state"] != "needs-human":
+            self.record(batch, batch["state"])
+
+    def decline(self, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], commit: str, why: str) -> None:
+        _record_batch(self.cycle, batch, jobs, commit, "declined")
+        batch["found"].append({"kind": "declined", "path": "", "detail": why, "fixed": False})
+        self.report.batches_done.append(batch["id"])
+        self.record(batch, why)
+
+    def converge(
+        self, batch: dict[str, Any], branch: str, base: pygit2.Commit, jobs: list[tuple[str, JobResult]]
+    ) -> tuple[str, list[tuple[str, JobResult]]] | None:
+        """Review rounds, like ``kb run``'s: while the Reviewer requests changes (up to
+        ``loop.max_rounds``), the consolidation Proposer revises by withdrawing its change to each
+        page a comment names (that page stays as it was, recorded as kept, or as disputed for a
+        person when the comment is a contradiction on the page). It merges when approved; a
+        branch it cannot revise, or still refused after the last round, is left for a person.
+        Returns the merge commit and the jobs as finally run, or None."""
+        max_rounds = self.repo.config.loop.max_rounds
+        withdrawn: dict[str, dict[str, str]] = {}
+        round_no = 1
+        while True:
+            review = self.route.review(branch) if self.route is not None else review_branch(self.repo, branch, round_no, self.agents)
+            self.usage = self.usage + review.usage
+            if review.verdict == "approve":
+                break
+            found = [{"kind": "review", "path": c.path, "detail": c.message, "fixed": False} for c in review.comments]
+            if round_no >= max_rounds:
+                self.leave(batch, branch, f"not approved after {round_no} review round(s): {review.summary}", found)
+                return None
+            revised = self.withdraw(batch, branch, base, review.comments, round_no, withdrawn)
+            if revised is None:
+                where = ", ".join(sorted({c.path or "(no page)" for c in review.comments})) or "(no comment)"
+                self.leave(batch, branch, f"the Reviewer's requests name no page this change touched ({where}): {review.summary}", found)
+                return None
+            jobs = revised
+            round_no += 1
+        batch["rounds"] = round_no
+        if withdrawn:
+            batch["withdrawn"] = withdrawn
+        if self.route is not None:
+            return self.route.merge(branch), jobs
+        return merge_branch(self.repo, branch, build_index=False).commit, jobs
+
+    def withdraw(
+        self,
+        batch: dict[str, Any],
+        branch: str,
+        base: pygit2.Commit,
+        comments: tuple[Comment, ...],
+        round_no: int,
+        withdrawn: dict[str, dict[str, str]],
+    ) -> list[tuple[str, JobResult]] | None:
+        """The revision: every page a comment names that the branch changed is withdrawn (it
+        stays as at ``base``), and the batch's jobs run again without those pages, so what
+        depends on them (an index entry, a merge into them) is redone or left out; the branch
+        becomes that change, in one commit. ``withdrawn`` gains the pages (path -> the comment's
+        kind and message). Returns the jobs as run again, or None when no comment names a page
+        the branch changed."""
+        workspace = clean_workspace(self.repo, branch)
+        changed = {d.new_file.path for d in diff_trees(base.tree, workspace.head().tree).deltas}
+        named = {c.path: {"kind": c.kind, "reason": c.message} for c in reversed(comments) if c.path in changed and c.path not in withdrawn}
+        if not named:
+            return None
+        withdrawn |= named
+        jobs = run_jobs(CommitView(self.repo, base), batch, self.today, self.model, frozenset(withdrawn))
+        view = CommitView(self.repo, base)
+        new = {p: t for _, r in jobs for p, t in r.changes.items()}
+        for path in sorted(changed | set(new)):
+            text = new.get(path) or view.text(path)
+            if text is not None and workspace.read_text(path) != text:
+                workspace.write_page(path, text)
+        lines = "\n".join(f"- {path}: {what['reason'][:200]}" for path, what in sorted(named.items()))
+        message = f"Revise after review round {round_no}: withdraw the change to {len(named)} page(s)\n\n{lines}"
+        workspace.commit(message, self.trailers(batch, jobs, base, round_no + 1), allow_empty=True)
+        return jobs
+
+    def trailers(self, batch: dict[str, Any], jobs: list[tuple[str, JobResult]], base: pygit2.Commit, round_no: int) -> dict[str, str]:
+        return _trailers(self.cycle, batch, jobs, base, self.model.identity if self.model else CONSOLIDATION_PROPOSER, round_no)
 
     def _retire_dropped(self, batch: dict[str, Any], view: CommitView, changes: dict[str, str]) -> pygit2.Commit | None:
         """Spans the change would leave uncited are listed as retired, with the reason, before the
@@ -456,11 +612,12 @@ class _Run:
         return self.repo.head()
 
 
-def _settle_human(repo: Repo, cycle: Cycle, batch: dict[str, Any]) -> None:
-    """A branch left for a person: merged by them (done), deleted by them (declined: its pages
-    and claims are kept as they are, and the branch is never reopened), or still open."""
+def _settle_human(repo: Repo, cycle: Cycle, batch: dict[str, Any], pull_state: str | None = None) -> None:
+    """A branch left for a person: merged by them (done), deleted by them or its pull request
+    closed (declined: its pages and claims are kept as they are, and the branch is never
+    reopened), or still open (``pull_state``: its pull request's state, on a forge)."""
     branch = batch["branch"]
-    if branch in repo.git.branches.local:
+    if pull_state == "open" or (pull_state is None and branch in repo.git.branches.local):
         return
     done = merged_as(repo, branch)
     batch["state"] = "done" if done is not None else "declined"
@@ -499,7 +656,7 @@ def _nothing_new(repo: Repo, cycle: Cycle, head: pygit2.Commit, scope: str, batc
     return True
 
 
-def _finish(repo: Repo, cycle: Cycle) -> None:
+def _finish(repo: Repo, cycle: Cycle, route: ForgeRoute | None = None) -> None:
     if cycle["status"] != "open" or any(b["state"] not in ("done", "declined") for b in cycle["batches"]):
         return
     for entry in list(cycle["pages"].values()) + list(cycle["claims"].values()):
@@ -515,10 +672,13 @@ def _finish(repo: Repo, cycle: Cycle) -> None:
     cycle["replay"] = replay_score(repo, head)
     cycle["content"] = content_digest(repo, head)
     commit_record(repo, cycle, f"Consolidation {cycle['cycle']}: complete, coverage 100%")
+    if route is not None:
+        route.publish()
 
 
 def _plan_report(repo: Repo, cycle: Cycle, head: pygit2.Commit, today: str) -> RunReport:
-    """What the cycle would do now: each batch still to do, with what its jobs would find."""
+    """What the cycle would do now: each batch still to do, with what its jobs would find and skip
+    (the offline jobs: a plan spends nothing on a model)."""
     report = _report(cycle, "plan")
     view = CommitView(repo, head)
     for batch in cycle["batches"]:
@@ -527,7 +687,10 @@ def _plan_report(repo: Repo, cycle: Cycle, head: pygit2.Commit, today: str) -> R
         jobs = run_jobs(view, batch, today)
         changes = sorted({p for _, r in jobs for p in r.changes})
         found = [{"job": name, "kind": f.kind, "path": f.path, "detail": f.detail, "fixed": f.fixed} for name, r in jobs for f in r.found]
-        report.plan.append({"batch": batch["id"], "pages": len(batch["pages"]), "would_change": changes, "found": found})
+        skipped = [f"{name}: {line}" for name, r in jobs for line in r.skipped]
+        report.plan.append(
+            {"batch": batch["id"], "pages": len(batch["pages"]), "would_change": changes, "found": found, "skipped": skipped}
+        )
     return report
 
 
@@ -554,6 +717,7 @@ def cycle_status(repo: Repo) -> dict[str, Any]:
         "actions": dict(sorted(actions.items())),
         "batches": dict(sorted(states.items())),
         "waiting": [b["branch"] for b in cycle["batches"] if b["state"] == "needs-human"],
+        "disputed": sorted({k.rsplit("#", 1)[0] for k, e in cycle["claims"].items() if e["action"] == "disputed"}),
         "retired": len(cycle["retired"]),
     }
 

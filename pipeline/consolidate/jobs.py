@@ -12,16 +12,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agents.offline.reviewer import conflicting_facts
+from agents.offline.revision import is_verbatim
 from ci.rules import factcheck
 from ci.rules.grounding import check_claim
 from ci.rules.indexes import ENTRY_RE
+from ci.rules.page_grounding import summary_problems
 from ci.snapshot import normalise_quote
-from kb.markdown import FOOTDEF_RE, FOOTREF_RE, format_citation
+from kb.markdown import FOOTDEF_RE, FOOTREF_RE, Claim, format_citation
 from kb.page import Page, page_id_for_path, render_page
 from kb.scopes import scope_for_path, visible_from
 from pipeline.consolidate.view import Texts, span_key
+
+if TYPE_CHECKING:
+    from pipeline.consolidate.model import ModelJobs
 
 Action = str  # verified | changed | merged | retired | qualified | disputed | kept
 
@@ -53,6 +59,7 @@ class JobResult:
     found: list[Found] = field(default_factory=list)
     claims: dict[str, tuple[Action, str]] = field(default_factory=dict)  # "path#label" -> (action, reason)
     pages: dict[str, Action] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # what it could not do without a model
 
 
 def claim_key(path: str, label: str) -> str:
@@ -98,58 +105,136 @@ def _set_page(page: Page, meta: dict[str, Any] | None = None, body: str | None =
 # ---- re-verification ---------------------------------------------------------------------
 
 
-def regrounding(texts: Texts, paths: Iterable[str]) -> JobResult:
+@dataclass
+class _Checked:
+    claim: Claim
+    problems: list[str]
+    quotes: list[str]
+    restatable: bool
+
+
+def _check_claims(texts: Texts, page: Page, cites: dict[str, Any]) -> list[_Checked]:
+    """Each claim of ``page`` against what it cites: the gate's grounding rules, the quote in its lines."""
+    out = []
+    for claim in page.structure.claims:
+        checked = _Checked(claim, [], [], True)
+        for label in claim.labels:
+            cite = cites.get(label)
+            lines = texts.view.evidence_lines(cite.evidence_id or "") if cite else None
+            if cite is None or lines is None or cite.start < 1 or cite.end > len(lines):
+                checked.problems.append(f"[^{label}] does not resolve to evidence lines")
+                checked.restatable = False
+                continue
+            span = "\n".join(lines[cite.start - 1 : cite.end])
+            if normalise_quote(cite.quote) not in normalise_quote(span):
+                checked.problems.append(f"[^{label}] quote is not in {cite.evidence_id}#L{cite.start}-L{cite.end}")
+                checked.restatable = False
+            checked.quotes.append(cite.quote)
+            checked.problems += [f"[^{label}] {p.message}" for p in check_claim(claim.text, cite.quote, span)]
+        out.append(checked)
+    return out
+
+
+def _in_other_words(checked: _Checked) -> bool:
+    """The gate passes it, and it says its quote in other words: only a model can tell whether
+    the meaning held. A claim that holds each quote word for word (``Alice said: "…"``, the
+    quote itself) is not in other words: what it adds around the quote is the gate's to check."""
+    claim = checked.claim
+    plain = _norm_claim(claim.text)
+    return (
+        not checked.problems
+        and checked.restatable
+        and bool(checked.quotes)
+        and not claim.text.startswith("In the source: ")
+        and not all(is_verbatim(claim, q) or _norm_claim(q) in plain for q in checked.quotes)
+    )
+
+
+def _ask_meaning(model: ModelJobs, texts: Texts, path: str, cites: dict[str, Any], todo: list[_Checked], result: JobResult) -> None:
+    """The model's judgement of ``todo``; what it finds wrong becomes a problem of the claim."""
+    asked = [
+        (
+            _strip_refs(c.claim.text),
+            " / ".join(c.quotes),
+            "\n".join(line for label in c.claim.labels if label in cites for line in _span_lines(texts, cites[label])),
+        )
+        for c in todo
+    ]
+    checks, why = model.support(path, asked)
+    if why:
+        result.found.append(
+            Found("meaning", path, f"model re-verification failed ({why}); {len(asked)} claim(s) kept as the gate left them", False)
+        )
+        return
+    for number in sorted(set(checks) - set(range(1, len(asked) + 1))):
+        result.found.append(Found("meaning", path, f"the model answered about claim {number}, not in the list: ignored", False))
+    for number, checked in enumerate(todo, 1):
+        check = checks.get(number)
+        if check is None:
+            result.found.append(
+                Found("meaning", path, f"line {checked.claim.line}: the model gave no answer; kept as the gate left it", False)
+            )
+            continue
+        faults = ([] if check.supported else ["not supported by its quote"]) + [f"lost {x}" for x in check.lost]
+        faults += ["a guess stated as fact"] if check.guess_as_fact else []
+        if faults:
+            checked.problems.append(f"model: {'; '.join(faults)} ({check.reason})")
+
+
+def regrounding(texts: Texts, paths: Iterable[str], model: ModelJobs | None = None) -> JobResult:
     """Every claim checked again against what it cites (the gate's grounding rules and the quote
-    being in the cited lines). An unsupported claim is restated as the quote it cites; one whose
-    quote is not in its evidence cannot be restated offline and is reported, not kept silently."""
+    being in the cited lines; with a model, also whether the quote still supports the claim in
+    its other words, with nothing lost and no guess stated as fact). An unsupported claim is
+    restated as the quote it cites; one whose quote is not in its evidence cannot be restated
+    and is reported, not kept silently. Offline, claims in other words than their quote are
+    counted as not re-checked for meaning (``skipped``)."""
     result = JobResult()
+    unchecked = 0
     for path in paths:
         page = texts.page(path)
         if page is None:
             continue
         cites = {c.label: c for c in page.structure.citations if c.evidence_id}
-        body = page.body
-        for claim in page.structure.claims:
-            keys = [claim_key(path, label) for label in claim.labels]
-            problems: list[str] = []
-            quotes: list[str] = []
-            restatable = True
-            for label in claim.labels:
-                cite = cites.get(label)
-                lines = texts.view.evidence_lines(cite.evidence_id or "") if cite else None
-                if cite is None or lines is None or cite.start < 1 or cite.end > len(lines):
-                    problems.append(f"[^{label}] does not resolve to evidence lines")
-                    restatable = False
-                    continue
-                span = "\n".join(lines[cite.start - 1 : cite.end])
-                if normalise_quote(cite.quote) not in normalise_quote(span):
-                    problems.append(f"[^{label}] quote is not in {cite.evidence_id}#L{cite.start}-L{cite.end}")
-                    restatable = False
-                quotes.append(cite.quote)
-                problems += [f"[^{label}] {p.message}" for p in check_claim(claim.text, cite.quote, span)]
-            if not problems:
-                for key in keys:
-                    result.claims.setdefault(key, ("verified", ""))
-                continue
-            refs = "".join(f"[^{label}]" for label in claim.labels)
-            restated = "In the source: " + " / ".join(f'"{q.strip()}"' for q in quotes) + "." + refs
-            if restatable and not any(
-                check_claim(restated, cites[label].quote, "\n".join(_span_lines(texts, cites[label]))) for label in claim.labels
-            ):
-                new_body = _replace_once(body, claim.text, restated)
-                if new_body is not None:
-                    body = new_body
-                    result.found.append(Found("grounding", path, f"line {claim.line}: {'; '.join(problems)}; restated from its evidence"))
-                    for key in keys:
-                        result.claims[key] = ("changed", "restated from its evidence: " + "; ".join(problems))
-                    continue
-            result.found.append(Found("grounding", path, f"line {claim.line}: {'; '.join(problems)}; left for a person", fixed=False))
-            for key in keys:
-                result.claims[key] = ("kept", "unsupported, not fixable offline: " + "; ".join(problems))
+        checked = _check_claims(texts, page, cites)
+        todo = [c for c in checked if _in_other_words(c)]
+        if todo and model is None:
+            unchecked += len(todo)
+        elif todo and model is not None:
+            _ask_meaning(model, texts, path, cites, todo, result)
+        body = _restate(texts, path, page.body, cites, checked, result)
         if body != page.body:
             result.changes[path] = _set_page(page, body=body)
             result.pages[path] = "changed"
+    if unchecked:
+        result.skipped.append(f"{unchecked} claim(s) in other words than their quote: meaning not re-checked (needs a model)")
     return result
+
+
+def _restate(texts: Texts, path: str, body: str, cites: dict[str, Any], checked: list[_Checked], result: JobResult) -> str:
+    """Each claim with a problem restated as its quote, or reported for a person; the rest verified."""
+    for c in checked:
+        keys = [claim_key(path, label) for label in c.claim.labels]
+        if not c.problems:
+            for key in keys:
+                result.claims.setdefault(key, ("verified", ""))
+            continue
+        kind = "meaning" if all(p.startswith("model: ") for p in c.problems) else "grounding"
+        refs = "".join(f"[^{label}]" for label in c.claim.labels)
+        restated = "In the source: " + " / ".join(f'"{q.strip()}"' for q in c.quotes) + "." + refs
+        if c.restatable and not any(
+            check_claim(restated, cites[label].quote, "\n".join(_span_lines(texts, cites[label]))) for label in c.claim.labels
+        ):
+            new_body = _replace_once(body, c.claim.text, restated)
+            if new_body is not None:
+                body = new_body
+                result.found.append(Found(kind, path, f"line {c.claim.line}: {'; '.join(c.problems)}; restated from its evidence"))
+                for key in keys:
+                    result.claims[key] = ("changed", "restated from its evidence: " + "; ".join(c.problems))
+                continue
+        result.found.append(Found(kind, path, f"line {c.claim.line}: {'; '.join(c.problems)}; left for a person", fixed=False))
+        for key in keys:
+            result.claims[key] = ("kept", "unsupported, not fixable offline: " + "; ".join(c.problems))
+    return body
 
 
 def _span_lines(texts: Texts, cite: Any) -> list[str]:
@@ -306,14 +391,23 @@ def stale_terms(page: Page) -> list[str]:
     return [t for t in dict.fromkeys(terms) if t.lower() not in current]
 
 
-def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40) -> JobResult:
-    """An L0 that names what its page no longer says is rewritten from the page's current claims."""
+def _l0_faults(page: Page) -> list[str]:
+    """What is wrong with the L0: names, numbers and dates the page's current text lacks, and
+    what the gate's ``grounding.summary`` finds unstated by the page's cited claims."""
+    terms = stale_terms(page)
+    return terms + [p for p in summary_problems(page) if not any(repr(t) in p for t in terms)]
+
+
+def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40, model: ModelJobs | None = None) -> JobResult:
+    """An L0 that names what its page no longer says is rewritten: by the model when one is
+    configured (its draft used only if the checks find nothing in it the page does not state),
+    else from the page's first current claim."""
     result = JobResult()
     for path in paths:
         page = texts.page(path)
         if page is None or not _current(page) or not page.summary:
             continue
-        missing = stale_terms(page)
+        missing = _l0_faults(page)
         if not missing:
             continue
         current = [
@@ -326,9 +420,22 @@ def rewrite_l0(texts: Texts, paths: Iterable[str], max_words: int = 40) -> JobRe
                 Found("l0", path, f"L0 names {', '.join(missing)}, absent from the page; no current claim to rewrite it from", False)
             )
             continue
-        words = f"{page.title}: {current[0]}".split()
-        summary = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
-        if stale_terms(Page(path, dict(page.meta) | {"summary": summary}, page.body, page.header_lines)):
+        summary = ""
+        drafts = [f"{page.title}: {current[0]}".split(), current[0].split()]
+        if model is not None:
+            drafted, why = model.summary(path, page.title, page.summary, current[:30])
+            faults = _l0_faults(Page(path, dict(page.meta) | {"summary": drafted}, page.body, page.header_lines)) if drafted else []
+            if drafted and not faults:
+                drafts.insert(0, drafted.split())
+            else:
+                problem = why or f"it states {', '.join(faults)}, which the page does not"
+                result.found.append(Found("l0", path, f"the model's L0 was not used: {problem}", False))
+        for words in drafts:
+            candidate = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
+            if not _l0_faults(Page(path, dict(page.meta) | {"summary": candidate}, page.body, page.header_lines)):
+                summary = candidate
+                break
+        if not summary:
             result.found.append(Found("l0", path, f"L0 names {', '.join(missing)}; a rewrite from the claims would too", False))
             continue
         result.changes[path] = _set_page(page, dict(page.meta) | {"summary": summary})
@@ -404,6 +511,7 @@ class _Stated:
     label: str
     text: str
     spans: frozenset[str]
+    quote: str = ""  # what the citation quotes of its span (one line may state several things)
 
 
 def _stated_claims(page: Page) -> list[_Stated]:
@@ -413,7 +521,8 @@ def _stated_claims(page: Page) -> list[_Stated]:
         if len(claim.labels) != 1 or claim.labels[0] not in cites or _section_of_line(page, claim.line) in ("History", "Overview"):
             continue
         cite = cites[claim.labels[0]]
-        out.append(_Stated(page.path, claim.labels[0], claim.text, frozenset({span_key(cite.evidence_id or "", cite.start, cite.end)})))
+        span = frozenset({span_key(cite.evidence_id or "", cite.start, cite.end)})
+        out.append(_Stated(page.path, claim.labels[0], claim.text, span, normalise_quote(cite.quote).lower()))
     return out
 
 
@@ -454,9 +563,11 @@ def _add_related(body: str, line: str) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult) -> list[list[_Stated]]:
-    """Statements that are the same fact: the same words, or the same cited span with the same
-    dates, numbers and negation (the same span with a different one is reported, not grouped)."""
+def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult, model: ModelJobs | None = None) -> list[list[_Stated]]:
+    """Statements that are the same fact: the same words, or the same quote of the same span with
+    the same dates, numbers and negation (the same quote with a different one is reported, not
+    grouped). A line that says several things is quoted differently by each statement it backs:
+    those are different facts."""
     items = [i for group in stated.values() for i in group]
     parent = list(range(len(items)))
 
@@ -467,17 +578,18 @@ def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult) -> li
         return n
 
     by_text: dict[str, int] = {}
-    by_span: dict[frozenset[str], int] = {}
+    by_span: dict[tuple[frozenset[str], str], int] = {}
     for n, item in enumerate(items):
         text = _norm_claim(item.text)
         if text in by_text:
             parent[find(n)] = find(by_text[text])
         else:
             by_text[text] = n
-        if item.spans in by_span:
-            other = items[by_span[item.spans]]
+        quoted = (item.spans, item.quote)
+        if quoted in by_span:
+            other = items[by_span[quoted]]
             if _signature(other.text) == _signature(item.text):
-                parent[find(n)] = find(by_span[item.spans])
+                parent[find(n)] = find(by_span[quoted])
             elif other.path != item.path:
                 result.found.append(
                     Found(
@@ -488,25 +600,114 @@ def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult) -> li
                     )
                 )
         else:
-            by_span[item.spans] = n
+            by_span[quoted] = n
+    for a, b in _near_same(items, find, model, result):
+        parent[find(b)] = find(a)
     groups: dict[int, list[_Stated]] = {}
     for n, item in enumerate(items):
         groups.setdefault(find(n), []).append(item)
     return [g for g in groups.values() if len({i.path for i in g}) > 1]
 
 
-def merge_duplicates(texts: Texts, paths: Iterable[str], today: str) -> JobResult:
-    """The same statement on several current pages is kept on one page (the one with the most
-    claims), with every citation the copies had, and removed from the others, which link to it;
-    a page whose every statement is stated there is deprecated with that page as successor.
-    Similar is not the same: see ``_duplicate_groups``."""
+NEAR = 0.5  # word overlap (Jaccard) from which two statements in other words are compared
+MAX_POSTINGS = 200  # a word on more statements than this does not make two of them candidates
+MAX_NEAR_PAIRS = 40  # pairs the model is asked about per batch; the rest are reported as skipped
+_WORD_RE = re.compile(r"[^\W\d_]{3,}")
+_STOP = frozenset("the and for are was were with that this from has have had not but you she her his they them their said".split())
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD_RE.findall(_strip_refs(text).lower()) if w not in _STOP)
+
+
+def _near_candidates(items: list[_Stated], find: Callable[[int], int], result: JobResult) -> list[tuple[int, int]]:
+    """Pairs on different pages whose words overlap by ``NEAR`` and whose dates, numbers and
+    negation agree; pairs that overlap but differ in one of those are reported, not returned."""
+    words = [_words(i.text) for i in items]
+    postings: dict[str, list[int]] = {}
+    for n, of_item in enumerate(words):
+        for word in of_item:
+            postings.setdefault(word, []).append(n)
+    candidates: list[tuple[int, int]] = []
+    for a in range(len(items)):
+        # only statements sharing a word that is not everywhere (a word on most statements says nothing)
+        others = sorted({b for w in words[a] if len(postings[w]) <= MAX_POSTINGS for b in postings[w] if b > a})
+        for b in others:
+            if items[a].path == items[b].path or find(a) == find(b):
+                continue
+            if (items[a].spans, items[a].quote) == (items[b].spans, items[b].quote):
+                continue  # one quote of one span: compared above
+            if len(words[a] & words[b]) / len(words[a] | words[b]) < NEAR:
+                continue
+            if _signature(items[a].text) != _signature(items[b].text):
+                detail = f"close to {items[a].path} [^{items[a].label}] but differs in a number, date or negation: not merged"
+                result.found.append(Found("similar-not-same", items[b].path, detail, fixed=False))
+                continue
+            candidates.append((a, b))
+    return candidates
+
+
+def _near_same(items: list[_Stated], find: Callable[[int], int], model: ModelJobs | None, result: JobResult) -> list[tuple[int, int]]:
+    """Pairs of statements on different pages, in other words, that are the same fact. Similar
+    is not the same: a pair that differs in a number, a date or a negation is reported and never
+    compared; the rest are asked of the model, which must find subject, scope, time, condition,
+    negation and numbers all alike; offline they are counted as skipped."""
+    candidates = _near_candidates(items, find, result)
+    if not candidates:
+        return []
+    if model is None:
+        result.skipped.append(f"{len(candidates)} near-duplicate pair(s) in other words not compared (needs a model)")
+        return []
+    asked = candidates[:MAX_NEAR_PAIRS]
+    if len(candidates) > len(asked):
+        result.skipped.append(f"{len(candidates) - len(asked)} near-duplicate pair(s) over the {MAX_NEAR_PAIRS} asked per batch")
+    checks, why = model.sameness([(_strip_refs(items[a].text), _strip_refs(items[b].text)) for a, b in asked])
+    if why:
+        result.found.append(
+            Found("duplicate", items[asked[0][1]].path, f"model comparison failed ({why}); {len(asked)} pair(s) not merged", False)
+        )
+        return []
+    same = []
+    for number, (a, b) in enumerate(asked, 1):
+        check = checks.get(number)
+        if check is None:
+            result.found.append(Found("duplicate", items[b].path, f"the model gave no answer on [^{items[b].label}]; not merged", False))
+        elif check.same_fact and not check.differs_in:
+            same.append((a, b))
+        else:
+            differs = ", ".join(check.differs_in) or "meaning"
+            detail = f"close to {items[a].path} [^{items[a].label}] but differs in {differs} ({check.reason}): not merged"
+            result.found.append(Found("similar-not-same", items[b].path, detail, fixed=False))
+    return same
+
+
+# Pages that restate other pages' statements by design: a user's profile (the fact cards and
+# their sentences) and timeline (the same statements under their dates) are views over the
+# topic pages, not copies to merge away; removing a statement there loses its date or its card.
+VIEW_TYPES = frozenset({"profile", "timeline"})
+
+
+def merge_duplicates(texts: Texts, paths: Iterable[str], today: str, model: ModelJobs | None = None) -> JobResult:
+    """The same statement on several current pages of one type is kept on one page (the one
+    with the most claims), with every citation the copies had (the survivor cites each copy's
+    span), and removed from the others, which link to it; a page whose every statement is
+    stated there is deprecated with that page as successor. Views (``VIEW_TYPES``) are left
+    alone. Similar is not the same: see ``_duplicate_groups``."""
     result = JobResult()
-    pages = {p: page for p in paths if (page := texts.page(p)) is not None and _current(page)}
+    pages = {
+        p: page
+        for p in paths
+        if (page := texts.page(p)) is not None and _current(page) and str(page.meta.get("type", "")) not in VIEW_TYPES
+    }
     stated = {p: _stated_claims(page) for p, page in pages.items()}
     bodies = {p: page.body for p, page in pages.items()}
     metas: dict[str, dict[str, Any]] = {p: dict(page.meta) for p, page in pages.items()}
     removals: dict[str, list[tuple[_Stated, str]]] = {}
-    for group in _duplicate_groups(stated, result):
+    by_type: dict[str, dict[str, list[_Stated]]] = {}
+    for p, of_page in stated.items():
+        by_type.setdefault(str(pages[p].meta.get("type", "")), {})[p] = of_page
+    groups = [g for _, of_type in sorted(by_type.items()) for g in _duplicate_groups(of_type, result, model)]
+    for group in groups:
         canonical = min({i.path for i in group}, key=lambda p: (-len(stated[p]), p))
         keep = next(i for i in group if i.path == canonical)
         spans_kept = set(keep.spans)
@@ -682,4 +883,25 @@ def qualify_conflicts(texts: Texts, paths: Iterable[str]) -> JobResult:
     for page in pages:
         if metas[page.path] != page.meta or bodies[page.path] != page.body:
             result.changes[page.path] = render_page(metas[page.path], bodies[page.path])
+    _one_page_conflicts(pages, result)
     return result
+
+
+def _one_page_conflicts(pages: list[Page], result: JobResult) -> None:
+    """Two current values of one fact on one page: no change is proposed (the Reviewer refuses
+    any change to such a page); the facts' claims are recorded as disputed, for a person."""
+    for page in pages:
+        if not _current(page):
+            continue
+        for comment in conflicting_facts(page):
+            key = re.search(r"`([^`]+)`", comment.message)
+            labels = [
+                str(f["label"])
+                for f in page.meta.get("facts") or []
+                if isinstance(f, dict) and key and str(f.get("key")) == key.group(1) and f.get("label") and not f.get("valid_to")
+            ]
+            detail = f"{comment.message.split(';')[0]} on this one page: both kept, for a person to decide (disputed)"
+            result.found.append(Found("conflict", page.path, detail, fixed=False))
+            for label in labels:
+                result.claims[claim_key(page.path, label)] = ("disputed", detail)
+            result.pages.setdefault(page.path, "disputed")

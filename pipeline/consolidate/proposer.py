@@ -1,9 +1,10 @@
 """The consolidation Proposer: it writes a batch's job results through the branch's backend,
 one commit per job, like any Proposer writes through its ``WriteBackend``.
 
-The jobs themselves are deterministic (``pipeline.consolidate.jobs``); what they found and did
-is returned as the run's transcript. A model Proposer for consolidation (rewriting L1s, merging
-near-duplicates in other words, splitting pages) is not built yet.
+The jobs decide what is written (``pipeline.consolidate.jobs``), asking the configured model
+(``pipeline.consolidate.model``) what they cannot decide offline; the Proposer's identity is that
+model's when one is configured (so the Reviewer must be of another family). What the jobs found
+and did is returned as the run's transcript.
 """
 
 from __future__ import annotations

@@ -64,3 +64,19 @@ def test_if_needed_starts_a_cycle_when_new_evidence_passes_the_threshold(cli, tm
     add_evidence(repo, b"# Note\nThe canteen closes at 3pm.\n", "note.md", "document")
     result = cli("consolidate", "--if-needed", "--no-index", cwd=repo.root)
     assert result.code == 0 and result.out.startswith("consolidation needed: 1 new evidence item(s)"), result.out
+
+
+def test_the_plan_says_what_offline_skips_and_status_lists_disputed_pages(cli, tmp_path: Path) -> None:
+    from tests.pipeline.consolidate.test_model_jobs import repo_with
+    from tests.pipeline.consolidate.test_revision import seed as seed_one_page_conflict
+
+    repo, _ = repo_with(tmp_path / "para", {"refunds": ([("Refunds are allowed.", 1)], "")})
+    plan = cli("consolidate", "--plan", cwd=repo.root)
+    assert plan.code == 0, plan.err
+    assert "    skipped: re-verification: 1 claim(s) in other words than their quote: meaning not re-checked (needs a model)" in plan.out
+
+    repo = seed_one_page_conflict(tmp_path / "kb")
+    run = cli("consolidate", "--no-index", cwd=repo.root)
+    assert run.code == 0 and ": complete, coverage 100%" in run.out, run.err
+    status = cli("consolidate", "status", cwd=repo.root)
+    assert "disputed, for a person to decide: knowledge/policies/hours.md" in status.out
