@@ -8,8 +8,8 @@
   from a checkout of the base branch (never the pull request's code or config);
 - ``kb-propose.yml``: the Proposer when evidence lands on the default branch, and on demand;
 - ``kb-index.yml``: ``kb sync`` on every push to the default branch;
-- ``kb-consolidate.yml``: a scheduled slot (with ``workflow_dispatch``: GitHub disables schedules
-  of idle public repositories).
+- ``kb-consolidate.yml``: ``kb consolidate --if-needed`` weekly and on demand (``workflow_dispatch``:
+  GitHub disables schedules of idle public repositories).
 
 Every job has least-privilege ``permissions:``, a concurrency group, actions pinned by commit SHA,
 and no ``${{ github.event.* }}`` inside ``run:`` (values reach scripts through ``env:``). The
@@ -48,12 +48,12 @@ _SETUP = f"""\
 """
 
 
-def _token(app: str) -> str:
+def _token(app: str, step_id: str = "app-token") -> str:
     upper = app.upper()
     scopes = "".join(f"          permission-{name}: {level}\n" for name, level in TOKEN_PERMISSIONS[app].items())
     return f"""\
       - uses: {APP_TOKEN}
-        id: app-token
+        id: {step_id}
         with:
           client-id: ${{{{ vars.KB_{upper}_APP_CLIENT_ID }}}}
           private-key: ${{{{ secrets.KB_{upper}_APP_KEY }}}}
@@ -205,14 +205,14 @@ jobs:
     permissions:
       contents: read
     steps:
-{_token("proposer")}{_checkout()}{_SETUP}{_IDENTITY}      - name: Propose what is pending
+{_token("proposer")}{_token("reviewer", "reviewer-token")}{_checkout()}{_SETUP}{_IDENTITY}      - name: Consolidate when a threshold is passed
         env:
           KB_PROPOSER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
-        run: |
-          kb propose
-          for branch in $(git for-each-ref --format='%(refname:short)' 'refs/heads/kb/*'); do
-            kb pr open "$branch"
-          done
+          KB_REVIEWER_TOKEN: ${{{{ steps.reviewer-token.outputs.token }}}}
+        # each batch is a pull request (forge.kind github), reviewed by the reviewer App from this
+        # checkout of the default branch; the coverage record is
+        # pushed to the default branch, which the proposer App must be allowed to do (docs/github.md)
+        run: kb consolidate --if-needed --no-index
 """
 
 WORKFLOW_NAMES = ("kb-check.yml", "kb-review.yml", "kb-propose.yml", "kb-index.yml", "kb-consolidate.yml")

@@ -72,10 +72,17 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
                 if "uses" in step:
                     assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
                 if step.get("uses", "").startswith("actions/create-github-app-token@"):
-                    app = "reviewer" if name == "kb-review.yml" else "proposer"
+                    app = "reviewer" if "REVIEWER" in step["with"]["client-id"] else "proposer"
                     scopes = {k.removeprefix("permission-"): v for k, v in step["with"].items() if k.startswith("permission-")}
                     assert scopes == TOKEN_PERMISSIONS[app], name  # the App token is narrowed too
                 assert "${{" not in step.get("run", "")  # values reach scripts through env:, never expanded
+    consolidate = _load(repo.root, "kb-consolidate.yml")["jobs"]["consolidate"]["steps"]
+    minted = [s["with"]["client-id"] for s in consolidate if s.get("uses", "").startswith("actions/create-github-app-token@")]
+    assert minted == [
+        "${{ vars.KB_PROPOSER_APP_CLIENT_ID }}",
+        "${{ vars.KB_REVIEWER_APP_CLIENT_ID }}",
+    ]  # batches are PRs reviewed by the other App
+    assert consolidate[-1]["run"].strip() == "kb consolidate --if-needed --no-index"
     text = "".join(render_workflows("main").values())
     assert re.findall(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+\n", text) and not re.search(r"uses: \S+@(?![0-9a-f]{40} # v)", text)
     again = cli("github", "init")
