@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from kb.clock import iso_utc
 from kb.config import Config, config_hash
 from kb.errors import IndexMissingError, NotFoundError
-from kb.repo import Repo
+from kb.repo import Repo, describe_holder
 from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
 from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache, read_docs
 from kb.retrieval.embed_cache import CachedEmbedder, with_cache
@@ -64,6 +64,9 @@ TEXT_FIELDS = ("title", "headings", "summary", "body")
 INDEX_FORMAT = 2  # the files of a version; 2 added bm25.npz. A change forces a full rebuild.
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
+PENDING_FILE = "pending.npy"  # rows whose vector is not computed yet (their row of vectors.npy is zeros)
+PUBLISH_BATCH = 256  # texts a progressive build embeds between two published versions
+INLINE_MAX = 16  # at most this many texts to embed: embed them before publishing (a few seconds)
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class BuildResult:
     embed_seconds: float
     skipped: tuple[tuple[str, str], ...] = ()
     from_cache: int = 0  # of ``embedded``, how many the embedding cache supplied (no model call)
+    servable_seconds: float = 0.0  # when the new commit became searchable (BM25 for chunks still without a vector)
+    published: int = 0  # versions switched to: 1, or 1 + one per batch of a progressive build
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -138,40 +143,74 @@ def _whoosh_fields(chunk: Chunk) -> dict[str, str]:
 
 
 def _write_vectors(
-    folder: Path, old_folder: Path | None, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Vectors, dim: int
-) -> None:
+    folder: Path,
+    old_folder: Path | None,
+    ids: Sequence[str],
+    hashes: dict[str, str],
+    plan: BuildPlan,
+    got: dict[str, Vectors],
+    stale: set[str],
+    dim: int,
+    delta: _Delta | None,
+) -> NDArray[np.int64]:
+    """Write ``vectors.npy`` and return the rows left without a vector (pending).
+
+    A row's vector comes from ``got`` (embedded or from the cache), else from the previous
+    version's row of the same content (``plan.reuse``) unless that row had no vector either
+    (``stale``); else it is zeros and the row is pending. With ``delta`` (an incremental build)
+    the unchanged rows are copied as one array operation and only the added ones are looked up.
+    """
     import numpy as np
 
     vectors = np.zeros((len(ids), dim), dtype=np.float32)
-    fresh_row = {h: i for i, h in enumerate(plan.embed)}
-    old = np.load(old_folder / "vectors.npy", mmap_mode="r") if plan.reuse and old_folder is not None else None
-    take_new = [(row, fresh_row[hashes[cid]]) for row, cid in enumerate(ids) if hashes[cid] in fresh_row]
-    take_old = [(row, plan.reuse[hashes[cid]]) for row, cid in enumerate(ids) if hashes[cid] not in fresh_row]
-    if take_new:
-        rows, src = zip(*take_new, strict=True)
-        vectors[list(rows)] = fresh[list(src)]
-    if take_old and old is not None:
-        rows, src = zip(*take_old, strict=True)
-        vectors[list(rows)] = old[list(src)]
-    np.save(folder / "vectors.npy", vectors)
-
-
-def _splice_vectors(
-    folder: Path, old_folder: Path, ids: Sequence[str], hashes: dict[str, str], plan: BuildPlan, fresh: Vectors, dim: int, delta: _Delta
-) -> None:
-    """``_write_vectors`` for an incremental build: unchanged rows are copied as one array
-    operation, only the added rows are looked up one by one."""
-    import numpy as np
-
-    old = np.load(old_folder / "vectors.npy", mmap_mode="r")
-    vectors = np.zeros((len(ids), dim), dtype=np.float32)
-    kept = np.flatnonzero(delta.old_to_new >= 0)
-    vectors[delta.old_to_new[kept]] = old[kept]
-    fresh_row = {h: i for i, h in enumerate(plan.embed)}
-    for cid, row in delta.row_of.items():
+    old = np.load(old_folder / "vectors.npy", mmap_mode="r") if old_folder is not None and (plan.reuse or delta) else None
+    if delta is not None and old is not None:
+        kept = np.flatnonzero(delta.old_to_new >= 0)
+        vectors[delta.old_to_new[kept]] = old[kept]
+        todo: list[tuple[int, str]] = [(row, cid) for cid, row in delta.row_of.items()]
+        if stale:  # unchanged rows copied without a vector: look them up too
+            todo += [(row, cid) for row, cid in enumerate(ids) if hashes[cid] in stale]
+    else:
+        todo = list(enumerate(ids))
+    new_rows, new_src, old_rows, old_src, pending = [], [], [], [], []
+    for row, cid in todo:
         h = hashes[cid]
-        vectors[row] = fresh[fresh_row[h]] if h in fresh_row else old[plan.reuse[h]]
+        if h in got:
+            new_rows.append(row)
+            new_src.append(got[h])
+        elif h in plan.reuse and h not in stale and old is not None:
+            old_rows.append(row)
+            old_src.append(plan.reuse[h])
+        else:
+            pending.append(row)
+    if new_rows:
+        vectors[new_rows] = np.stack(new_src)
+    if old_rows and old is not None:
+        vectors[old_rows] = old[old_src]
     np.save(folder / "vectors.npy", vectors)
+    rows = np.unique(np.array(pending, dtype=np.int64))
+    if len(rows):
+        np.save(folder / PENDING_FILE, rows)
+    return rows
+
+
+def pending_rows(folder: Path) -> NDArray[np.int64]:
+    """The rows of a version that have no vector yet (empty for a complete version)."""
+    import numpy as np
+
+    path = folder / PENDING_FILE
+    return np.load(path) if path.is_file() else np.zeros(0, dtype=np.int64)
+
+
+def _stale_hashes(old: Manifest | None, old_folder: Path | None) -> set[str]:
+    """Content hashes of the previous version's pending rows: it has no vector for them."""
+    if old is None or old_folder is None:
+        return set()
+    rows = pending_rows(old_folder)
+    if not len(rows):
+        return set()
+    ids = sorted(old.chunks)
+    return {old.chunks[ids[r]] for r in rows.tolist() if r < len(ids)}
 
 
 _CHUNK_FIELDS = tuple(f.name for f in fields(Chunk))
@@ -317,6 +356,8 @@ class _Timer:
     embed: float = 0.0
     start: float = field(default_factory=time.perf_counter)
     from_cache: int = 0  # texts to embed that the embedding cache supplied
+    servable: float = 0.0
+    published: int = 0
 
 
 def build_corpus(
@@ -329,11 +370,22 @@ def build_corpus(
     full: bool = False,
     progress: Progress | None = None,
     base: IndexStore | None = None,
+    progressive: bool = False,
+    batch: int = PUBLISH_BATCH,
+    inline: int = INLINE_MAX,
 ) -> BuildResult:
     """Write a new version for ``corpus`` next to the serving one and switch to it.
 
     Unchanged chunks are taken from ``base``'s serving version (default: ``store``'s own), so a
     point-in-time store can reuse the embeddings of the main one.
+
+    ``progressive``: when more than ``inline`` texts need the model, the version is published
+    first with the text index whole and the vectors known so far (reused, or in the embedding
+    cache); the rest are embedded ``batch`` texts at a time, each batch published as a version
+    of its own (``_publish_batch``). Until its vector arrives a chunk is found by BM25 alone. A
+    build interrupted meanwhile leaves the last published version serving, and the next build
+    of any commit embeds the rows it left pending (the finished batches are in that version and
+    in the cache: nothing is embedded twice).
     """
     timer = _Timer()
     by_id = {c.id: c for c in corpus.chunks}
@@ -343,25 +395,30 @@ def build_corpus(
     current = base.current()
     old_folder = base.versions / current if old is not None and current else None
     plan = plan_build(old, hashes, key, full)
-    if base is store and old is not None and not plan.full and old.source_commit == source and not plan.changed:
+    stale = set() if plan.full else _stale_hashes(old, old_folder)
+    if base is store and old is not None and not plan.full and old.source_commit == source and not plan.changed and not stale:
         return _result(source, store.current() or "", plan, corpus, timer, unchanged=True)
-    wanted = set(plan.embed)
-    text_of = {hashes[c.id]: c.text for c in corpus.chunks if hashes[c.id] in wanted}
+    need_set = set(plan.embed) | (stale & set(hashes.values()))
+    need = sorted(need_set)
+    text_of = {hashes[c.id]: c.text for c in corpus.chunks if hashes[c.id] in need_set}
+    t0 = time.perf_counter()
+    got: dict[str, Vectors] = {}
+    if need and isinstance(embedder, CachedEmbedder):
+        found = embedder.lookup([text_of[h] for h in need])
+        got = {need[i]: vector for i, vector in found.items()}
+    timer.from_cache = len(got)
+    missing = [h for h in need if h not in got]
+    if missing and (not progressive or len(missing) <= inline):
+        stage = (lambda done, total: progress("embed", done, total)) if progress else None
+        got.update(zip(missing, embed_all(embedder, [text_of[h] for h in missing], stage), strict=True))
+        missing = []
+    timer.embed = time.perf_counter() - t0
     name, tmp = store.new_tmp(source)
     try:
-        t0 = time.perf_counter()
-        stage = (lambda done, total: progress("embed", done, total)) if progress else None
-        reused_before = embedder.reused if isinstance(embedder, CachedEmbedder) else 0
-        fresh = embed_all(embedder, [text_of[h] for h in plan.embed], stage)
-        timer.embed = time.perf_counter() - t0
-        timer.from_cache = embedder.reused - reused_before if isinstance(embedder, CachedEmbedder) else 0
         ids = sorted(by_id)
-        dim = int(fresh.shape[1]) if len(plan.embed) else embedder.dim
+        dim = _dimension(got, old_folder, embedder)
         delta = _Delta.of(old, old_folder, ids, plan)
-        if delta is not None:
-            _splice_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim, delta)  # type: ignore[arg-type]
-        else:
-            _write_vectors(tmp, old_folder, ids, hashes, plan, fresh, dim)
+        pending = _write_vectors(tmp, old_folder, ids, hashes, plan, got, stale, dim, delta)
         if progress:
             progress("text index", 0, len(plan.add))
         counts = _write_text_index(tmp, old_folder, corpus.docs, ids, by_id, plan, delta)
@@ -372,10 +429,96 @@ def build_corpus(
         raise
     previous = store.switch(name, tmp)
     store.collect_garbage([name, previous])
-    return _result(source, name, plan, corpus, timer, unchanged=False)
+    timer.servable = time.perf_counter() - timer.start
+    timer.published = 1
+    if len(pending):
+        name = _embed_pending(store, name, source, ids, hashes, pending, text_of, embedder, batch, progress, timer)
+    return _result(source, name, plan, corpus, timer, unchanged=False, embedded=len(need))
 
 
-def _result(source: str, version: str, plan: BuildPlan, corpus: Corpus, timer: _Timer, unchanged: bool) -> BuildResult:
+def _dimension(got: dict[str, Vectors], old_folder: Path | None, embedder: Embedder) -> int:
+    """The vector width: from a vector at hand, else the previous version's, else the embedder's."""
+    import numpy as np
+
+    if got:
+        return int(next(iter(got.values())).shape[0])
+    if old_folder is not None and (old_folder / "vectors.npy").is_file():
+        shape = np.load(old_folder / "vectors.npy", mmap_mode="r").shape
+        if len(shape) == 2 and shape[0] and shape[1]:
+            return int(shape[1])
+    return embedder.dim
+
+
+def _embed_pending(
+    store: IndexStore,
+    name: str,
+    source: str,
+    ids: Sequence[str],
+    hashes: dict[str, str],
+    pending: NDArray[np.int64],
+    text_of: dict[str, str],
+    embedder: Embedder,
+    batch: int,
+    progress: Progress | None,
+    timer: _Timer,
+) -> str:
+    """Embed the texts of the pending rows of version ``name`` ``batch`` at a time, publishing a
+    version after each batch; return the last version's name."""
+    rows_of: dict[str, list[int]] = {}
+    for row in pending.tolist():
+        rows_of.setdefault(hashes[ids[row]], []).append(row)
+    todo = sorted(rows_of)
+    t0 = time.perf_counter()
+    if progress:
+        progress("embed", 0, len(todo))
+    for i in range(0, len(todo), max(1, batch)):
+        part = todo[i : i + max(1, batch)]
+        vectors = embedder.embed_passages([text_of[h] for h in part])
+        name = _publish_batch(store, name, source, [(rows_of[h], vectors[j]) for j, h in enumerate(part)])
+        timer.published += 1
+        if progress:
+            progress("embed", min(i + len(part), len(todo)), len(todo))
+    timer.embed += time.perf_counter() - t0
+    return name
+
+
+def _publish_batch(store: IndexStore, name: str, source: str, filled: list[tuple[list[int], Vectors]]) -> str:
+    """A new version: version ``name`` with the vectors of ``filled`` (rows, vector) written in
+    and those rows no longer pending. Every other file is the previous version's (hard links:
+    versions never change once in place). Switched to atomically like any version."""
+    import numpy as np
+
+    previous = store.versions / name
+    new_name, tmp = store.new_tmp(source)
+    try:
+        vectors = np.load(previous / "vectors.npy")
+        done = [row for rows, _ in filled for row in rows]
+        for rows, vector in filled:
+            vectors[rows] = vector
+        np.save(tmp / "vectors.npy", vectors)
+        left = np.setdiff1d(pending_rows(previous), np.array(done, dtype=np.int64))
+        if len(left):
+            np.save(tmp / PENDING_FILE, left)
+        for path in sorted(previous.iterdir()):
+            if path.name not in ("vectors.npy", PENDING_FILE, MANIFEST_FILE):
+                _link(path, tmp / path.name)
+        _link(previous / MANIFEST_FILE, tmp / MANIFEST_FILE)  # last: it marks the version complete
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    before = store.switch(new_name, tmp)
+    store.collect_garbage([new_name, before])
+    return new_name
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # a file system without hard links
+        shutil.copyfile(source, target)
+
+
+def _result(source: str, version: str, plan: BuildPlan, corpus: Corpus, timer: _Timer, unchanged: bool, embedded: int = 0) -> BuildResult:
     return BuildResult(
         commit=source,
         version=version,
@@ -385,7 +528,7 @@ def _result(source: str, version: str, plan: BuildPlan, corpus: Corpus, timer: _
         pages=sum(d.namespace == PAGE for d in corpus.docs),
         evidence=sum(d.namespace == EVIDENCE for d in corpus.docs),
         chunks=len(corpus.chunks),
-        embedded=0 if unchanged else len(plan.embed),
+        embedded=0 if unchanged else embedded,
         reused=0 if unchanged else len(plan.reuse),
         removed=0 if unchanged else len(plan.delete),
         added=0 if unchanged else len(plan.add),
@@ -393,6 +536,8 @@ def _result(source: str, version: str, plan: BuildPlan, corpus: Corpus, timer: _
         embed_seconds=round(timer.embed, 3),
         skipped=corpus.skipped,
         from_cache=0 if unchanged else timer.from_cache,
+        servable_seconds=round(timer.servable, 3),
+        published=timer.published,
     )
 
 
@@ -402,8 +547,14 @@ def build_index(
     full: bool = False,
     progress: Progress | None = None,
     embedder: Embedder | None = None,
+    batch: int = PUBLISH_BATCH,
+    inline: int = INLINE_MAX,
 ) -> BuildResult:
-    """Build (or update) the serving index from ``commit`` (default HEAD), under the lock."""
+    """Build (or update) the serving index from ``commit`` (default HEAD), under the lock.
+
+    Progressive (``build_corpus``): the new commit is searchable (BM25, plus every chunk whose
+    vector is known) before the model has embedded anything; the vectors follow ``batch`` texts
+    at a time, each batch published. Readers never wait for the lock."""
     config = repo.config
     target = repo.resolve(commit) if commit else repo.head()
     if target is None:
@@ -418,7 +569,19 @@ def build_index(
         reusable = old is not None and old.build_key == key and not full
         cache = load_source_cache(store.current_path()) if reusable else None
         corpus = collect_corpus(repo, target, r.chunk_tokens, r.chunk_overlap, cache)
-        return build_corpus(store, corpus, embedder, key, config_hash(config, "retrieval"), str(target.id), full, progress)
+        return build_corpus(
+            store,
+            corpus,
+            embedder,
+            key,
+            config_hash(config, "retrieval"),
+            str(target.id),
+            full,
+            progress,
+            progressive=True,
+            batch=batch,
+            inline=inline,
+        )
 
 
 # ---- point-in-time indexes ------------------------------------------------------------------
@@ -480,6 +643,8 @@ class IndexStatus:
     config_matches: bool  # False: built with other retrieval settings; rebuild to apply them
     problem: str = ""
     point_in_time: tuple[str, ...] = ()  # commits with a point-in-time index (kb search --commit)
+    dense_pending: int = 0  # chunks of the served version without a vector yet (searched by BM25 alone)
+    building: str = ""  # the build holding the index lock ("pid N (command ...)"), if one runs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -504,6 +669,12 @@ def index_status(repo: Repo) -> IndexStatus:
             ahead = behind = None
     embedder = make_embedder(repo.config.retrieval.embedder)
     matches = manifest.build_key == build_key(repo.config, embedder.identity)
+    lock = repo.state_dir / "index.lock"
+    holder = describe_holder(lock) if lock.is_file() and lock.stat().st_size else ""
+    try:
+        pending = len(pending_rows(store.current_path()))
+    except (IndexMissingError, OSError, ValueError):
+        pending = 0
     return IndexStatus(
         manifest.source_commit,
         store.current(),
@@ -515,4 +686,6 @@ def index_status(repo: Repo) -> IndexStatus:
         manifest.embedder,
         matches,
         point_in_time=tuple(point_in_time_commits(store)),
+        dense_pending=pending,
+        building=holder if holder.startswith("pid ") else "",
     )

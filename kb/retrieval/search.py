@@ -157,6 +157,7 @@ class _Filter:
 
     mask: NDArray[np.bool_]  # per row
     count: int
+    dense_count: int  # allowed rows that have a vector (the FAISS selector's)
     faiss_params: faiss.SearchParameters
     bits: NDArray[np.uint8]  # the bitmap behind the FAISS selector: must live as long as it
     whoosh: set[int] | None = None  # Whoosh document numbers, built on first use
@@ -174,7 +175,7 @@ class Searcher:
         import numpy as np
 
         from kb.retrieval.bm25 import BM25_FILE, Bm25Table
-        from kb.retrieval.build import TEXT_FIELDS
+        from kb.retrieval.build import TEXT_FIELDS, pending_rows
 
         self.folder = folder
         self.bm25_engine = bm25_engine  # "numpy" (exported postings) or "whoosh" (its own searcher)
@@ -196,6 +197,8 @@ class Searcher:
             self._chunks_fd = os.open(folder / "chunks.jsonl", os.O_RDONLY)
             self._chunks_size = os.fstat(self._chunks_fd).st_size
             self._bm25_table = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
+            self.pending = np.zeros(len(self.row_doc), dtype=bool)  # rows without a vector yet: BM25 alone finds them
+            self.pending[pending_rows(folder)] = True
         except (
             OSError,
             ValueError,
@@ -213,6 +216,7 @@ class Searcher:
             or self._bm25_table.n_rows != len(self.row_doc)
         ):
             raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
+        self.dense_pending = int(self.pending.sum())  # chunks a progressive build has not embedded yet
         self._faiss = self._make_faiss(vectors)
         self._doc_arrays()
         self._filter_cache: dict[tuple[str, tuple[str, ...], int | None, bool], _Filter] = {}
@@ -287,12 +291,13 @@ class Searcher:
         if query.at is not None:
             doc_ok &= (self.doc_from <= query.at) & (self.doc_to >= query.at)
         mask = doc_ok[self.row_doc] if len(self.row_doc) else np.zeros(0, dtype=bool)
-        bits = np.packbits(mask, bitorder="little")
+        dense = mask & ~self.pending  # a row without its vector yet is left to BM25
+        bits = np.packbits(dense, bitorder="little")
         params = faiss.SearchParameters()
-        params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))  # faiss keeps a reference to the selector
+        params.sel = faiss.IDSelectorBitmap(len(dense), faiss.swig_ptr(bits))  # faiss keeps a reference to the selector
         if len(self._filter_cache) > 32:
             self._filter_cache.clear()
-        entry = self._filter_cache[key] = _Filter(mask, int(mask.sum()), params, bits)
+        entry = self._filter_cache[key] = _Filter(mask, int(mask.sum()), int(dense.sum()), params, bits)
         return entry
 
     def _whoosh_filter(self, rows: _Filter) -> set[int] | None:
@@ -361,9 +366,9 @@ class Searcher:
 
     def _dense(self, vector: Vectors | None, rows: _Filter, limit: int) -> Candidates:
         out = Candidates()
-        if rows.count == 0 or vector is None:
+        if rows.dense_count == 0 or vector is None:
             return out
-        scores, found = self._faiss.search(vector.reshape(1, -1), min(limit, rows.count), params=rows.faiss_params)
+        scores, found = self._faiss.search(vector.reshape(1, -1), min(limit, rows.dense_count), params=rows.faiss_params)
         for score, row in zip(scores[0], found[0], strict=True):
             if row >= 0:
                 out.rows.append(int(row))
@@ -515,9 +520,22 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
     from kb.retrieval.build import index_at
     from kb.retrieval.store import index_store
 
-    folder = index_store(repo).current_path() if commit is None else index_at(repo, commit, progress)[0]
     r = repo.config.retrieval
-    searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
+    if commit is None:
+        store = index_store(repo)
+        for attempt in range(3):
+            # a progressive build publishes a version per batch and removes the one before the
+            # previous: a version named by CURRENT a moment ago may be gone; CURRENT names a newer one
+            folder = store.current_path()
+            try:
+                searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
+                break
+            except IndexMissingError:
+                if attempt == 2 or folder.exists():
+                    raise
+    else:
+        folder = index_at(repo, commit, progress)[0]
+        searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
     searcher.denied = load_denied(repo)
     expected = searcher.embedder.identity if searcher.embedder is not None else r.embedder
     if searcher.manifest.embedder != expected:
