@@ -45,7 +45,12 @@ def measure(docs: Path, query: str, src: Path, workdir: Path, allow: list[str]) 
     t_added = time.perf_counter() - t0
     env = {**os.environ, "PYTHONPATH": str(src)}
     build = subprocess.Popen(
-        [sys.executable, "-m", "kb", "index", "build", "--json"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        [sys.executable, "-m", "kb", "index", "build", "--json"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     first: dict[str, object] = {}
     polls = 0

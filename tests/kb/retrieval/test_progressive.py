@@ -76,10 +76,7 @@ def test_a_search_during_the_embedding_answers_from_the_new_commit_by_bm25(tmp_p
         try:
             waiting = sorted({searcher.page_of(row) for row in np.flatnonzero(searcher.pending).tolist()})
             seen["commit"], seen["pending"], seen["waiting"] = searcher.manifest.source_commit, searcher.dense_pending, waiting
-            seen["hits"] = {
-                page: searcher.search(make_query(question(page), "system", k=10))
-                for page in waiting
-            }
+            seen["hits"] = {page: searcher.search(make_query(question(page), "system", k=10)) for page in waiting}
             seen["status"] = index_status(repo)
         finally:
             searcher.close()
@@ -132,7 +129,9 @@ def test_an_interrupted_build_resumes_without_embedding_anything_twice(tmp_path:
     reference = tmp_path / "reference"
     shutil.copytree(repo.root, reference, ignore=shutil.ignore_patterns("index", "cache"))
     build_index(Repo(reference), embedder=Model())
-    assert np.array_equal(np.load(store.current_path() / "vectors.npy"), np.load(index_store(Repo(reference)).current_path() / "vectors.npy"))
+    assert np.array_equal(
+        np.load(store.current_path() / "vectors.npy"), np.load(index_store(Repo(reference)).current_path() / "vectors.npy")
+    )
 
 
 def test_an_edit_on_top_of_an_interrupted_build_embeds_what_it_left(tmp_path: Path) -> None:
