@@ -40,14 +40,17 @@ from kb.config import Config, config_hash
 from kb.errors import IndexMissingError, NotFoundError
 from kb.repo import Repo, describe_holder
 from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
-from kb.retrieval.corpus import Corpus, Doc, collect_corpus, load_source_cache, read_docs
+from kb.retrieval.corpus import Corpus, Doc, SourceCache, _ChunkReader, collect_corpus, load_source_cache, read_docs
 from kb.retrieval.embed_cache import CachedEmbedder, with_cache
 from kb.retrieval.embedder import Embedder, embed_all, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
 from kb.retrieval.store import (
     AT_DIR,
     AT_KEEP,
+    DELETED_FILE,
+    LAYERS_FILE,
     IndexStore,
+    base_of,
     collect_stale_builds,
     index_store,
     point_in_time_commits,
@@ -56,6 +59,7 @@ from kb.retrieval.store import (
 
 if TYPE_CHECKING:
     import numpy as np
+    import pygit2
     from numpy.typing import NDArray
 
     from kb.retrieval.embedder import Vectors
@@ -373,8 +377,13 @@ def build_corpus(
     progressive: bool = False,
     batch: int = PUBLISH_BATCH,
     inline: int = INLINE_MAX,
+    layer: _Layer | None = None,
 ) -> BuildResult:
     """Write a new version for ``corpus`` next to the serving one and switch to it.
+
+    With ``layer``, ``corpus`` holds only the sources that ``layer.base`` lacks, and the new
+    version is a layered one (``_build_layered``): those chunks over the base, less its
+    ``layer.deleted`` rows; the previous version is then the previous layer (or none).
 
     Unchanged chunks are taken from ``base``'s serving version (default: ``store``'s own), so a
     point-in-time store can reuse the embeddings of the main one.
@@ -391,28 +400,27 @@ def build_corpus(
     by_id = {c.id: c for c in corpus.chunks}
     hashes = {cid: c.content_hash for cid, c in by_id.items()}
     base = base or store
-    old = base.current_manifest()
-    current = base.current()
-    old_folder = base.versions / current if old is not None and current else None
+    served = base.current_manifest()
+    if layer is not None:
+        old, old_folder, known = layer.previous, layer.previous_folder, dict(layer.known)
+    else:
+        old, old_folder, known = _full_layer(base)
     plan = plan_build(old, hashes, key, full)
     stale = set() if plan.full else _stale_hashes(old, old_folder)
-    if base is store and old is not None and not plan.full and old.source_commit == source and not plan.changed and not stale:
-        return _result(source, store.current() or "", plan, corpus, timer, unchanged=True)
-    need_set = set(plan.embed) | (stale & set(hashes.values()))
-    need = sorted(need_set)
-    text_of = {hashes[c.id]: c.text for c in corpus.chunks if hashes[c.id] in need_set}
-    t0 = time.perf_counter()
-    got: dict[str, Vectors] = {}
-    if need and isinstance(embedder, CachedEmbedder):
-        found = embedder.lookup([text_of[h] for h in need])
-        got = {need[i]: vector for i, vector in found.items()}
-    timer.from_cache = len(got)
-    missing = [h for h in need if h not in got]
-    if missing and (not progressive or len(missing) <= inline):
-        stage = (lambda done, total: progress("embed", done, total)) if progress else None
-        got.update(zip(missing, embed_all(embedder, [text_of[h] for h in missing], stage), strict=True))
-        missing = []
-    timer.embed = time.perf_counter() - t0
+    if (
+        base is store
+        and served is not None
+        and served.source_commit == source
+        and served.build_key == key
+        and not full
+        and not _anything_pending(store)
+    ):
+        return _result(source, store.current() or "", plan, corpus, timer, unchanged=True, counts=served.counts)
+    wanted = set(plan.embed) | (stale & set(hashes.values()))
+    need = sorted(wanted - set(known))
+    text_of = {hashes[c.id]: c.text for c in corpus.chunks if hashes[c.id] in wanted}
+    got = {h: v for h, v in known.items() if h in wanted}
+    _vectors_at_hand(embedder, need, text_of, got, progress, inline if progressive else -1, timer)
     name, tmp = store.new_tmp(source)
     try:
         ids = sorted(by_id)
@@ -422,6 +430,8 @@ def build_corpus(
         if progress:
             progress("text index", 0, len(plan.add))
         counts = _write_text_index(tmp, old_folder, corpus.docs, ids, by_id, plan, delta)
+        if layer is not None:
+            counts = layer.write(tmp, counts)
         manifest = Manifest(source, cfg_hash, dict(key), hashes, iso_utc(), counts)
         (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
     except BaseException:
@@ -433,7 +443,189 @@ def build_corpus(
     timer.published = 1
     if len(pending):
         name = _embed_pending(store, name, source, ids, hashes, pending, text_of, embedder, batch, progress, timer)
-    return _result(source, name, plan, corpus, timer, unchanged=False, embedded=len(need))
+    changes = layer.changes(plan, hashes) if layer is not None else None
+    return _result(source, name, plan, corpus, timer, unchanged=False, embedded=len(need), counts=counts, changes=changes)
+
+
+LAYER_MIN = 2000  # a layered version's own chunks (or its base's deleted rows) past which the next build
+LAYER_SHARE = 0.05  # ... or past this share of the base's rows writes a full version again
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """What a layered build adds to ``build_corpus``: the base it lays its chunks over, the
+    base's rows it leaves out, and the previous layer (the version it patches)."""
+
+    base: str  # the base version's name
+    deleted: NDArray[np.int64]  # base rows this version leaves out (sorted)
+    base_counts: dict[str, int]  # pages, evidence and chunks of the base that remain
+    previous: Manifest | None  # the previous layer over the same base (None: the base served)
+    previous_folder: Path | None
+    known: dict[str, Vectors]  # vectors of the rows this build removed from the base, by content hash
+    removed_chunks: dict[str, str]  # chunk id -> content hash of those rows
+
+    def changes(self, plan: BuildPlan, hashes: dict[str, str]) -> tuple[int, int]:
+        """(removed, added) chunk ids against the version before, as a full version counts them:
+        a chunk of a re-laid page that did not change is neither."""
+        added = sum(self.removed_chunks.get(cid) != hashes[cid] for cid in plan.add)
+        removed = len(plan.delete) + sum(hashes.get(cid) != h for cid, h in self.removed_chunks.items())
+        return removed, added
+
+    def write(self, folder: Path, counts: dict[str, int]) -> dict[str, int]:
+        """Write the layer's own files into ``folder``; the version's counts (base + layer)."""
+        import numpy as np
+
+        (folder / LAYERS_FILE).write_text(json.dumps({"base": self.base}), encoding="utf-8")
+        np.save(folder / DELETED_FILE, self.deleted)
+        return {k: self.base_counts.get(k, 0) + counts.get(k, 0) for k in ("pages", "evidence", "chunks")}
+
+
+def _full_layer(store: IndexStore) -> tuple[Manifest | None, Path | None, dict[str, Vectors]]:
+    """The serving version as a full version to patch: itself, or for a layered one its base,
+    with the layer's vectors by content hash (so that folding a layer into a new full version
+    embeds nothing again)."""
+    current = store.current()
+    if current is None:
+        return None, None, {}
+    folder = store.versions / current
+    try:
+        manifest = load_manifest(folder / MANIFEST_FILE)
+        base = base_of(folder)
+        if base is None:
+            return manifest, folder, {}
+        return load_manifest(store.versions / base / MANIFEST_FILE), store.versions / base, _vectors_by_hash(manifest, folder)
+    except (IndexMissingError, OSError, ValueError):
+        return None, None, {}
+
+
+def _vectors_by_hash(manifest: Manifest, folder: Path) -> dict[str, Vectors]:
+    """The vectors a (small) version holds, by content hash; rows still pending are left out."""
+    import numpy as np
+
+    vectors = np.load(folder / "vectors.npy")
+    pending = set(pending_rows(folder).tolist())
+    return {manifest.chunks[cid]: vectors[row] for row, cid in enumerate(sorted(manifest.chunks)) if row not in pending}
+
+
+def _anything_pending(store: IndexStore) -> bool:
+    current = store.current()
+    if current is None:
+        return False
+    folder = store.versions / current
+    try:
+        base = base_of(folder)
+    except IndexMissingError:
+        return False
+    return bool(len(pending_rows(folder))) or (base is not None and bool(len(pending_rows(store.versions / base))))
+
+
+def _source_cache(store: IndexStore) -> SourceCache:
+    """Documents and chunks of the serving version by source (a layered one: its base's and its own)."""
+    try:
+        folder = store.current_path()
+        base = base_of(folder)
+    except IndexMissingError:
+        return {}
+    cache = load_source_cache(store.versions / base) if base is not None else {}
+    return cache | load_source_cache(folder)
+
+
+def _base_vectors(folder: Path, rows: NDArray[np.int64]) -> tuple[dict[str, Vectors], dict[str, str]]:
+    """The vectors of some rows of a full version by the content hash of their chunks, and the
+    chunks' ids and hashes (read from ``chunks.jsonl``: the version's manifest is not parsed)."""
+    import numpy as np
+
+    if not len(rows):
+        return {}, {}
+    reader = _ChunkReader(folder)
+    vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+    out: dict[str, Vectors] = {}
+    ids: dict[str, str] = {}
+    for row in rows.tolist():
+        record = reader.record(row)
+        chunk = Chunk(**{**record, "headings": tuple(record["headings"])})
+        out[chunk.content_hash] = np.array(vectors[row])
+        ids[chunk.id] = chunk.content_hash
+    return out, ids
+
+
+def _build_layered(
+    repo: Repo,
+    store: IndexStore,
+    target: pygit2.Commit,
+    key: dict[str, Any],
+    embedder: Embedder,
+    progress: Progress | None,
+    batch: int,
+    inline: int,
+    layer_limit: int | None = None,
+) -> BuildResult | None:
+    """An incremental build whose cost follows the change: a layered version over the serving
+    full version (its base), holding the chunks of every source the base lacks and the list of
+    the base's rows it leaves out; the base's files are not read beyond its document table and
+    the rows removed. None when a full version should be written instead: the layer (or the
+    rows it deletes) would pass ``LAYER_MIN`` chunks and ``LAYER_SHARE`` of the base, or the
+    base has rows without vectors."""
+    import numpy as np
+
+    current = store.current_path()
+    base_name = base_of(current)
+    previous = load_manifest(current / MANIFEST_FILE) if base_name is not None else None
+    previous_folder = current if base_name is not None else None
+    base_folder = store.versions / base_name if base_name is not None else current
+    if len(pending_rows(base_folder)):
+        return None
+    base_docs = read_docs(base_folder)
+    index_of = {str(d["source"]): i for i, d in enumerate(base_docs) if d.get("source")}
+    r = repo.config.retrieval
+    cache = load_source_cache(previous_folder) if previous_folder is not None else None
+    corpus = collect_corpus(repo, target, r.chunk_tokens, r.chunk_overlap, cache, known=index_of)
+    gone = [i for source, i in index_of.items() if source not in corpus.kept]
+    with np.load(base_folder / "rows.npz") as rows:
+        row_doc = rows["doc"]
+    deleted = np.flatnonzero(np.isin(row_doc, np.array(gone, dtype=np.int64))).astype(np.int64) if gone else np.zeros(0, dtype=np.int64)
+    limit = max(LAYER_MIN, int(LAYER_SHARE * len(row_doc))) if layer_limit is None else layer_limit
+    if len(corpus.chunks) > limit or len(deleted) > limit:
+        return None
+    before = np.load(current / DELETED_FILE) if base_name is not None else np.zeros(0, dtype=np.int64)
+    fresh = np.setdiff1d(deleted, before)
+    gone_set = set(gone)
+    kept_docs = [d for i, d in enumerate(base_docs) if i not in gone_set]
+    base_counts = {
+        "pages": sum(d["namespace"] == PAGE for d in kept_docs),
+        "evidence": sum(d["namespace"] == EVIDENCE for d in kept_docs),
+        "chunks": len(row_doc) - len(deleted),
+    }
+    known, removed_chunks = _base_vectors(base_folder, fresh)
+    layer = _Layer(base_name or current.name, deleted, base_counts, previous, previous_folder, known, removed_chunks)
+    config = repo.config
+    return build_corpus(
+        store, corpus, embedder, key, config_hash(config, "retrieval"), str(target.id), False, progress, None, True, batch, inline, layer
+    )
+
+
+def _vectors_at_hand(
+    embedder: Embedder,
+    need: list[str],
+    text_of: dict[str, str],
+    got: dict[str, Vectors],
+    progress: Progress | None,
+    inline: int,
+    timer: _Timer,
+) -> None:
+    """Add to ``got`` the vectors of ``need`` that the embedding cache holds, and, when no more
+    than ``inline`` are left (``inline`` < 0: always), embed those too."""
+    t0 = time.perf_counter()
+    before = len(got)
+    if need and isinstance(embedder, CachedEmbedder):
+        found = embedder.lookup([text_of[h] for h in need])
+        got.update({need[i]: vector for i, vector in found.items()})
+    timer.from_cache = len(got) - before
+    missing = [h for h in need if h not in got]
+    if missing and (inline < 0 or len(missing) <= inline):
+        stage = (lambda done, total: progress("embed", done, total)) if progress else None
+        got.update(zip(missing, embed_all(embedder, [text_of[h] for h in missing], stage), strict=True))
+    timer.embed = time.perf_counter() - t0
 
 
 def _dimension(got: dict[str, Vectors], old_folder: Path | None, embedder: Embedder) -> int:
@@ -518,20 +710,36 @@ def _link(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def _result(source: str, version: str, plan: BuildPlan, corpus: Corpus, timer: _Timer, unchanged: bool, embedded: int = 0) -> BuildResult:
+def _result(
+    source: str,
+    version: str,
+    plan: BuildPlan,
+    corpus: Corpus,
+    timer: _Timer,
+    unchanged: bool,
+    embedded: int = 0,
+    counts: dict[str, int] | None = None,
+    changes: tuple[int, int] | None = None,
+) -> BuildResult:
+    """``changes``: (removed, added) of a layered build (whose plan compares with the previous
+    layer only)."""
+    if counts is None:
+        counts = {"pages": sum(d.namespace == PAGE for d in corpus.docs), "evidence": sum(d.namespace == EVIDENCE for d in corpus.docs)}
+        counts["chunks"] = len(corpus.chunks)
+    full = plan.full and not unchanged and changes is None
     return BuildResult(
         commit=source,
         version=version,
-        full=plan.full and not unchanged,
-        reason=plan.reason if not unchanged else "the served version already matches",
+        full=full,
+        reason="the served version already matches" if unchanged else plan.reason if full else "",
         unchanged=unchanged,
-        pages=sum(d.namespace == PAGE for d in corpus.docs),
-        evidence=sum(d.namespace == EVIDENCE for d in corpus.docs),
-        chunks=len(corpus.chunks),
+        pages=counts.get("pages", 0),
+        evidence=counts.get("evidence", 0),
+        chunks=counts.get("chunks", 0),
         embedded=0 if unchanged else embedded,
-        reused=0 if unchanged else len(plan.reuse),
-        removed=0 if unchanged else len(plan.delete),
-        added=0 if unchanged else len(plan.add),
+        reused=0 if unchanged else len(plan.reuse) if changes is None else counts.get("chunks", 0) - embedded,
+        removed=0 if unchanged else len(plan.delete) if changes is None else changes[0],
+        added=0 if unchanged else len(plan.add) if changes is None else changes[1],
         seconds=round(time.perf_counter() - timer.start, 3),
         embed_seconds=round(timer.embed, 3),
         skipped=corpus.skipped,
@@ -549,8 +757,13 @@ def build_index(
     embedder: Embedder | None = None,
     batch: int = PUBLISH_BATCH,
     inline: int = INLINE_MAX,
+    layer_limit: int | None = None,
 ) -> BuildResult:
     """Build (or update) the serving index from ``commit`` (default HEAD), under the lock.
+
+    Incremental builds write a layered version (``_build_layered``) while its own chunks stay
+    within ``layer_limit`` (default: ``LAYER_MIN`` or ``LAYER_SHARE`` of the base, the larger),
+    else a full version patched from the previous one.
 
     Progressive (``build_corpus``): the new commit is searchable (BM25, plus every chunk whose
     vector is known) before the model has embedded anything; the vectors follow ``batch`` texts
@@ -567,7 +780,11 @@ def build_index(
         key = build_key(config, embedder.identity)
         old = store.current_manifest()
         reusable = old is not None and old.build_key == key and not full
-        cache = load_source_cache(store.current_path()) if reusable else None
+        if reusable:
+            layered = _build_layered(repo, store, target, key, embedder, progress, batch, inline, layer_limit)
+            if layered is not None:
+                return layered
+        cache = _source_cache(store) if reusable else None
         corpus = collect_corpus(repo, target, r.chunk_tokens, r.chunk_overlap, cache)
         return build_corpus(
             store,
@@ -619,7 +836,7 @@ def index_at(
         if found is not None and found.build_key == key:
             return at.current_path(), None
         reusable = manifest is not None and manifest.build_key == key
-        cache = load_source_cache(serving.current_path()) if reusable else None
+        cache = _source_cache(serving) if reusable else None
         corpus = collect_corpus(repo, commit_obj, r.chunk_tokens, r.chunk_overlap, cache)
         result = build_corpus(at, corpus, embedder, key, config_hash(config, "retrieval"), target, progress=progress, base=serving)
         os.utime(at.root)

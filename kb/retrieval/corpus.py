@@ -8,6 +8,7 @@ parsed and chunked.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ class Corpus:
     docs: tuple[Doc, ...]
     chunks: tuple[Chunk, ...]
     skipped: tuple[tuple[str, str], ...] = ()  # (path, reason) of sources that could not be read
+    kept: frozenset[str] = frozenset()  # sources of ``known`` (collect_corpus) present in the commit: not in docs/chunks
 
 
 def _date(value: Any) -> str:
@@ -70,20 +72,33 @@ def page_doc(page: Page, path: str, source: str = "") -> Doc:
     )
 
 
-def collect_corpus(repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache | None = None) -> Corpus:
+def collect_corpus(
+    repo: Repo,
+    commit: pygit2.Commit,
+    bound: int,
+    overlap: int,
+    cache: SourceCache | None = None,
+    known: Collection[str] = frozenset(),
+) -> Corpus:
     """Pages and evidence of ``commit``, chunked. Reads git objects only, never the working tree.
 
     ``cache`` maps a source (path and blob id) to the document and chunks an earlier build made
-    from exactly that blob with the same chunking settings; only new blobs are parsed.
+    from exactly that blob with the same chunking settings; only new blobs are parsed. Sources
+    in ``known`` are left out of the corpus altogether (a layered build's base holds them) and
+    listed in ``Corpus.kept`` when the commit has them.
     """
     cache = cache or {}
     docs: list[Doc] = []
     chunks: list[Chunk] = []
     skipped: list[tuple[str, str]] = []
+    kept: set[str] = set()
     for path, oid in sorted(repo.tree_files(commit, PAGE_FOLDERS).items()):
         if not path.endswith(".md") or scope_for_path(path) is None:
             continue
         source = f"{path}@{oid}"
+        if source in known:
+            kept.add(source)
+            continue
         if source in cache:
             doc, cached = cache[source]
             docs.append(doc)
@@ -96,12 +111,12 @@ def collect_corpus(repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, 
             continue
         docs.append(page_doc(page, path, source))
         chunks.extend(chunk_page(page, bound, overlap))
-    docs_ev, chunks_ev, skipped_ev = _collect_evidence(repo, commit, bound, overlap, cache)
-    return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev))
+    docs_ev, chunks_ev, skipped_ev = _collect_evidence(repo, commit, bound, overlap, cache, known, kept)
+    return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev), frozenset(kept))
 
 
 def _collect_evidence(
-    repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache
+    repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache, known: Collection[str], kept: set[str]
 ) -> tuple[list[Doc], list[Chunk], list[tuple[str, str]]]:
     try:
         entries = ledger_at(repo, commit)
@@ -120,6 +135,9 @@ def _collect_evidence(
             continue
         title = str(entry.meta.get("title") or entry.source or entry.id)
         source = f"{entry.path}@{oid}:{entry.id}:{entry.kind}:{entry.scope}:{title}"
+        if source in known:
+            kept.add(source)
+            continue
         if source in cache:
             doc, cached = cache[source]
             docs.append(doc)
