@@ -40,7 +40,18 @@ from kb.config import Config, config_hash
 from kb.errors import IndexMissingError, NotFoundError
 from kb.repo import Repo, describe_holder
 from kb.retrieval.chunking import CHUNKER_VERSION, EVIDENCE, PAGE, Chunk
-from kb.retrieval.corpus import Corpus, Doc, SourceCache, _ChunkReader, collect_corpus, load_source_cache, read_docs
+from kb.retrieval.corpus import (
+    Corpus,
+    Doc,
+    SourceCache,
+    _ChunkReader,
+    collect_corpus,
+    collect_evidence,
+    is_page_path,
+    load_source_cache,
+    page_source,
+    read_docs,
+)
 from kb.retrieval.embed_cache import CachedEmbedder, with_cache
 from kb.retrieval.embedder import Embedder, embed_all, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
@@ -48,6 +59,7 @@ from kb.retrieval.store import (
     AT_DIR,
     AT_KEEP,
     DELETED_FILE,
+    GONE_FILE,
     LAYERS_FILE,
     IndexStore,
     base_of,
@@ -56,6 +68,7 @@ from kb.retrieval.store import (
     point_in_time_commits,
     prune_point_in_time,
 )
+from kb.scopes import PAGE_FOLDERS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -432,6 +445,7 @@ def build_corpus(
         counts = _write_text_index(tmp, old_folder, corpus.docs, ids, by_id, plan, delta)
         if layer is not None:
             counts = layer.write(tmp, counts)
+        _write_summary(tmp, source, counts, corpus.docs if layer is None else None)
         manifest = Manifest(source, cfg_hash, dict(key), hashes, iso_utc(), counts)
         (tmp / MANIFEST_FILE).write_text(manifest.to_json(), encoding="utf-8")
     except BaseException:
@@ -458,6 +472,7 @@ class _Layer:
 
     base: str  # the base version's name
     deleted: NDArray[np.int64]  # base rows this version leaves out (sorted)
+    gone: NDArray[np.int64]  # base documents this version leaves out (sorted)
     base_counts: dict[str, int]  # pages, evidence and chunks of the base that remain
     previous: Manifest | None  # the previous layer over the same base (None: the base served)
     previous_folder: Path | None
@@ -477,6 +492,7 @@ class _Layer:
 
         (folder / LAYERS_FILE).write_text(json.dumps({"base": self.base}), encoding="utf-8")
         np.save(folder / DELETED_FILE, self.deleted)
+        np.save(folder / GONE_FILE, self.gone)
         return {k: self.base_counts.get(k, 0) + counts.get(k, 0) for k in ("pages", "evidence", "chunks")}
 
 
@@ -549,6 +565,100 @@ def _base_vectors(folder: Path, rows: NDArray[np.int64]) -> tuple[dict[str, Vect
     return out, ids
 
 
+SUMMARY_FILE = "summary.json"  # every version: its commit and counts, read without the manifest
+SOURCES_FILE = "sources.npz"  # a full version: its documents' sources, sorted, for layered builds to look up
+
+
+def _write_summary(folder: Path, source: str, counts: dict[str, int], docs: Sequence[Doc] | None) -> None:
+    """``summary.json``, and for a full version (``docs``) ``sources.npz``: each document's
+    source (sorted), its index and whether it is evidence."""
+    import numpy as np
+
+    (folder / SUMMARY_FILE).write_text(json.dumps({"source_commit": source, "counts": counts}), encoding="utf-8")
+    if docs is not None:
+        keys = np.array([d.source for d in docs], dtype=str)
+        order = np.argsort(keys, kind="stable")
+        evidence = np.array([d.namespace == EVIDENCE for d in docs], dtype=bool)
+        np.savez(folder / SOURCES_FILE, key=keys[order], doc=order.astype(np.int64), evidence=evidence)
+
+
+def _summary(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+        return {"source_commit": str(data["source_commit"]), "counts": {str(k): int(v) for k, v in data["counts"].items()}}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _changed_sources(before: pygit2.Commit, after: pygit2.Commit) -> tuple[set[str], dict[str, pygit2.Oid], bool]:
+    """What differs between two commits, from a tree diff (identical subtrees are skipped, so
+    the cost follows the change): the page sources gone (``path@blob``), the page files new or
+    changed (path -> blob), and whether anything outside the page folders changed (the ledger
+    or an evidence blob: evidence is then listed again)."""
+    gone: set[str] = set()
+    new: dict[str, pygit2.Oid] = {}
+    other = False
+    for delta in before.tree.diff_to_tree(after.tree).deltas:
+        old, fresh = delta.old_file, delta.new_file
+        if delta.status_char() != "A":
+            if is_page_path(old.path):
+                gone.add(f"{old.path}@{old.id}")
+            elif not old.path.startswith(PAGE_FOLDERS):
+                other = True
+        if delta.status_char() != "D":
+            if is_page_path(fresh.path):
+                new[fresh.path] = fresh.id
+            elif not fresh.path.startswith(PAGE_FOLDERS):
+                other = True
+    return gone, new, other
+
+
+def _layer_corpus(
+    repo: Repo,
+    before: pygit2.Commit,
+    target: pygit2.Commit,
+    cache: SourceCache,
+    sources: tuple[NDArray[Any], NDArray[np.int64], NDArray[np.bool_]],
+    was_gone: NDArray[np.int64],
+) -> tuple[Corpus, set[int]]:
+    """The layer's documents and chunks at ``target`` (the previous layer's, ``cache``, less
+    what changed since ``before``, plus what is new), and the base documents gone from it."""
+    import numpy as np
+
+    keys, key_doc, is_evidence = sources
+    r = repo.config.retrieval
+    gone_pages, new_pages, evidence_changed = _changed_sources(before, target)
+    docs: list[Doc] = []
+    chunks: list[Chunk] = []
+    skipped: list[tuple[str, str]] = []
+    for source, (doc, made) in sorted(cache.items()):  # the previous layer's pages that stay
+        if doc.namespace == PAGE and source not in gone_pages:
+            docs.append(doc)
+            chunks.extend(made)
+    for path, oid in sorted(new_pages.items()):  # pages new or changed since the served commit
+        doc_or_none, made_or_why = page_source(repo, path, oid, r.chunk_tokens, r.chunk_overlap, cache)
+        if doc_or_none is None:
+            skipped.append((path, str(made_or_why)))
+        else:
+            docs.append(doc_or_none)
+            chunks.extend(made_or_why)  # type: ignore[arg-type]
+    lookup = np.array(sorted(gone_pages), dtype=str)
+    at = np.searchsorted(keys, lookup) if len(lookup) and len(keys) else np.zeros(0, dtype=np.int64)
+    found = at < len(keys)
+    found[found] = keys[at[found]] == lookup[found]
+    gone = set(was_gone.tolist()) | set(key_doc[at[found]].tolist())
+    if evidence_changed:  # the evidence is listed again: the base's live items are known, the rest is the layer's
+        live = {str(keys[i]): int(key_doc[i]) for i in np.flatnonzero(is_evidence[key_doc]).tolist() if int(key_doc[i]) not in gone}
+        kept: set[str] = set()
+        docs_ev, chunks_ev, skipped_ev = collect_evidence(repo, target, r.chunk_tokens, r.chunk_overlap, cache, live, kept)
+        gone |= {doc for source, doc in live.items() if source not in kept}
+    else:
+        docs_ev = [doc for _, (doc, _) in sorted(cache.items()) if doc.namespace == EVIDENCE]
+        chunks_ev = [c for _, (doc, made) in sorted(cache.items()) if doc.namespace == EVIDENCE for c in made]
+        skipped_ev = []
+    return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev)), gone
+
+
 def _build_layered(
     repo: Repo,
     store: IndexStore,
@@ -562,45 +672,64 @@ def _build_layered(
 ) -> BuildResult | None:
     """An incremental build whose cost follows the change: a layered version over the serving
     full version (its base), holding the chunks of every source the base lacks and the list of
-    the base's rows it leaves out; the base's files are not read beyond its document table and
-    the rows removed. None when a full version should be written instead: the layer (or the
-    rows it deletes) would pass ``LAYER_MIN`` chunks and ``LAYER_SHARE`` of the base, or the
-    base has rows without vectors."""
+    the base's rows it leaves out. What changed comes from a tree diff between the served commit
+    and ``target``; the base's sources are looked up in its sorted ``sources.npz``, and its
+    postings, vectors, chunk file and manifest are not read. None when a full version should be
+    written instead: the layer (or the rows it deletes) would pass ``layer_limit`` (default
+    ``LAYER_MIN`` chunks or ``LAYER_SHARE`` of the base), the base has rows without vectors, or
+    a file a layered build needs is missing (versions written before them)."""
     import numpy as np
+    import pygit2
 
     current = store.current_path()
     base_name = base_of(current)
-    previous = load_manifest(current / MANIFEST_FILE) if base_name is not None else None
-    previous_folder = current if base_name is not None else None
     base_folder = store.versions / base_name if base_name is not None else current
-    if len(pending_rows(base_folder)):
+    served, base_summary = _summary(current), _summary(base_folder)
+    if served is None or base_summary is None or not (base_folder / SOURCES_FILE).is_file() or len(pending_rows(base_folder)):
         return None
-    base_docs = read_docs(base_folder)
-    index_of = {str(d["source"]): i for i, d in enumerate(base_docs) if d.get("source")}
-    r = repo.config.retrieval
-    cache = load_source_cache(previous_folder) if previous_folder is not None else None
-    corpus = collect_corpus(repo, target, r.chunk_tokens, r.chunk_overlap, cache, known=index_of)
-    gone = [i for source, i in index_of.items() if source not in corpus.kept]
+    try:
+        before = repo.git[served["source_commit"]].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    with np.load(base_folder / SOURCES_FILE) as data:
+        sources = (data["key"], data["doc"], data["evidence"])
+    was_gone = np.load(current / GONE_FILE) if base_name is not None else np.zeros(0, dtype=np.int64)
+    previous_folder = current if base_name is not None else None
+    corpus, gone = _layer_corpus(repo, before, target, load_source_cache(previous_folder) if previous_folder else {}, sources, was_gone)
+    is_evidence = sources[2]
+    gone_docs = np.array(sorted(gone), dtype=np.int64)
     with np.load(base_folder / "rows.npz") as rows:
         row_doc = rows["doc"]
-    deleted = np.flatnonzero(np.isin(row_doc, np.array(gone, dtype=np.int64))).astype(np.int64) if gone else np.zeros(0, dtype=np.int64)
+    deleted = np.flatnonzero(np.isin(row_doc, gone_docs)).astype(np.int64) if len(gone_docs) else np.zeros(0, dtype=np.int64)
     limit = max(LAYER_MIN, int(LAYER_SHARE * len(row_doc))) if layer_limit is None else layer_limit
     if len(corpus.chunks) > limit or len(deleted) > limit:
         return None
-    before = np.load(current / DELETED_FILE) if base_name is not None else np.zeros(0, dtype=np.int64)
-    fresh = np.setdiff1d(deleted, before)
-    gone_set = set(gone)
-    kept_docs = [d for i, d in enumerate(base_docs) if i not in gone_set]
+    was_deleted = np.load(current / DELETED_FILE) if base_name is not None else np.zeros(0, dtype=np.int64)
+    fresh = np.setdiff1d(deleted, was_deleted)
+    counts = base_summary["counts"]
+    gone_evidence = int(is_evidence[gone_docs].sum()) if len(gone_docs) else 0
     base_counts = {
-        "pages": sum(d["namespace"] == PAGE for d in kept_docs),
-        "evidence": sum(d["namespace"] == EVIDENCE for d in kept_docs),
+        "pages": counts.get("pages", 0) - (len(gone_docs) - gone_evidence),
+        "evidence": counts.get("evidence", 0) - gone_evidence,
         "chunks": len(row_doc) - len(deleted),
     }
     known, removed_chunks = _base_vectors(base_folder, fresh)
-    layer = _Layer(base_name or current.name, deleted, base_counts, previous, previous_folder, known, removed_chunks)
-    config = repo.config
+    previous = load_manifest(current / MANIFEST_FILE) if base_name is not None else None
+    layer = _Layer(base_name or current.name, deleted, gone_docs, base_counts, previous, previous_folder, known, removed_chunks)
     return build_corpus(
-        store, corpus, embedder, key, config_hash(config, "retrieval"), str(target.id), False, progress, None, True, batch, inline, layer
+        store,
+        corpus,
+        embedder,
+        key,
+        config_hash(repo.config, "retrieval"),
+        str(target.id),
+        False,
+        progress,
+        None,
+        True,
+        batch,
+        inline,
+        layer,
     )
 
 

@@ -99,23 +99,36 @@ def collect_corpus(
         if source in known:
             kept.add(source)
             continue
-        if source in cache:
-            doc, cached = cache[source]
-            docs.append(doc)
-            chunks.extend(cached)
-            continue
-        try:
-            page = parse_page(repo.read_blob(oid), path)
-        except FormatError as exc:
-            skipped.append((path, exc.message))
-            continue
-        docs.append(page_doc(page, path, source))
-        chunks.extend(chunk_page(page, bound, overlap))
-    docs_ev, chunks_ev, skipped_ev = _collect_evidence(repo, commit, bound, overlap, cache, known, kept)
+        made = page_source(repo, path, oid, bound, overlap, cache)
+        if isinstance(made[0], Doc):
+            docs.append(made[0])
+            chunks.extend(made[1])
+        else:
+            skipped.append((path, str(made[1])))
+    docs_ev, chunks_ev, skipped_ev = collect_evidence(repo, commit, bound, overlap, cache, known, kept)
     return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev), frozenset(kept))
 
 
-def _collect_evidence(
+def is_page_path(path: str) -> bool:
+    return path.endswith(".md") and path.startswith(PAGE_FOLDERS) and scope_for_path(path) is not None
+
+
+def page_source(
+    repo: Repo, path: str, oid: pygit2.Oid, bound: int, overlap: int, cache: SourceCache
+) -> tuple[Doc, tuple[Chunk, ...]] | tuple[None, str]:
+    """The document and chunks of the page blob ``oid`` at ``path`` (from ``cache`` when an
+    earlier build made them), or (None, why it cannot be read)."""
+    source = f"{path}@{oid}"
+    if source in cache:
+        return cache[source]
+    try:
+        page = parse_page(repo.read_blob(oid), path)
+    except FormatError as exc:
+        return None, exc.message
+    return page_doc(page, path, source), tuple(chunk_page(page, bound, overlap))
+
+
+def collect_evidence(
     repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache, known: Collection[str], kept: set[str]
 ) -> tuple[list[Doc], list[Chunk], list[tuple[str, str]]]:
     try:

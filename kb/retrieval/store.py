@@ -30,6 +30,7 @@ VERSIONS_DIR = "versions"
 AT_DIR = "at"  # point-in-time indexes: at/<commit id>/ (a store of its own each)
 AT_KEEP = 3  # point-in-time indexes kept, most recently used first
 TMP_PREFIX = ".tmp-"
+GONE_FILE = "gone.npy"  # in a layered version: the base's documents it leaves out (sorted)
 DELETED_FILE = "deleted.npy"  # in a layered version: the base's rows it leaves out (sorted)
 LAYERS_FILE = "layers.json"  # in a layered version: {"base": <name of the full version it overlays>}
 

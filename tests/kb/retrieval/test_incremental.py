@@ -169,6 +169,16 @@ def test_incremental_builds_serve_exactly_what_a_full_build_serves(tmp_path: Pat
         full = index_store(other).current_path()
         assert _answers(incremental) == _answers(full), f"after edit {n}"
         assert _contents(incremental) == _contents(full), f"after edit {n}"
+    # evidence added: the layer lists the evidence again and takes the new item
+    add_conversation(repo, [{"role": "user", "content": "The lighthouse keeper prefers quince tea."}], user="alice", name="tea.json")
+    result = build_index(repo, embedder=embedder)
+    assert not result.full and result.added == 1 and base_of(index_store(repo).current_path()) is not None
+    reference = tmp_path / "full-evidence"
+    shutil.copytree(repo.root, reference, ignore=shutil.ignore_patterns("index"))
+    assert build_index(Repo(reference), full=True, embedder=embedder).full
+    full = index_store(Repo(reference)).current_path()
+    assert _answers(index_store(repo).current_path()) == _answers(full)
+    assert _contents(index_store(repo).current_path()) == _contents(full)
     # past the layer's bound the next build writes a full version: the same bytes as a full build
     commit(repo, {"knowledge/zeppelin.md": EDITS[0]["knowledge/zeppelin.md"]}, "edit back")
     folded = build_index(repo, embedder=embedder, layer_limit=0)
