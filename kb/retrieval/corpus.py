@@ -49,7 +49,6 @@ class Corpus:
     docs: tuple[Doc, ...]
     chunks: tuple[Chunk, ...]
     skipped: tuple[tuple[str, str], ...] = ()  # (path, reason) of sources that could not be read
-    kept: frozenset[str] = frozenset()  # sources of ``known`` (collect_corpus) present in the commit: not in docs/chunks
 
 
 def _date(value: Any) -> str:
@@ -78,26 +77,18 @@ def collect_corpus(
     bound: int,
     overlap: int,
     cache: SourceCache | None = None,
-    known: Collection[str] = frozenset(),
 ) -> Corpus:
     """Pages and evidence of ``commit``, chunked. Reads git objects only, never the working tree.
 
     ``cache`` maps a source (path and blob id) to the document and chunks an earlier build made
-    from exactly that blob with the same chunking settings; only new blobs are parsed. Sources
-    in ``known`` are left out of the corpus altogether (a layered build's base holds them) and
-    listed in ``Corpus.kept`` when the commit has them.
+    from exactly that blob with the same chunking settings; only new blobs are parsed.
     """
     cache = cache or {}
     docs: list[Doc] = []
     chunks: list[Chunk] = []
     skipped: list[tuple[str, str]] = []
-    kept: set[str] = set()
     for path, oid in sorted(repo.tree_files(commit, PAGE_FOLDERS).items()):
         if not path.endswith(".md") or scope_for_path(path) is None:
-            continue
-        source = f"{path}@{oid}"
-        if source in known:
-            kept.add(source)
             continue
         made = page_source(repo, path, oid, bound, overlap, cache)
         if isinstance(made[0], Doc):
@@ -105,8 +96,8 @@ def collect_corpus(
             chunks.extend(made[1])
         else:
             skipped.append((path, str(made[1])))
-    docs_ev, chunks_ev, skipped_ev = collect_evidence(repo, commit, bound, overlap, cache, known, kept)
-    return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev), frozenset(kept))
+    docs_ev, chunks_ev, skipped_ev = collect_evidence(repo, commit, bound, overlap, cache)
+    return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev))
 
 
 def is_page_path(path: str) -> bool:
@@ -129,8 +120,16 @@ def page_source(
 
 
 def collect_evidence(
-    repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache, known: Collection[str], kept: set[str]
+    repo: Repo,
+    commit: pygit2.Commit,
+    bound: int,
+    overlap: int,
+    cache: SourceCache,
+    known: Collection[str] = frozenset(),
+    kept: set[str] | None = None,
 ) -> tuple[list[Doc], list[Chunk], list[tuple[str, str]]]:
+    """The evidence items of ``commit`` as documents and chunks. Sources in ``known`` are left
+    out (a layered build's base holds them) and added to ``kept``."""
     try:
         entries = ledger_at(repo, commit)
     except (FormatError, UnicodeDecodeError) as exc:
@@ -148,8 +147,9 @@ def collect_evidence(
             continue
         title = str(entry.meta.get("title") or entry.source or entry.id)
         source = f"{entry.path}@{oid}:{entry.id}:{entry.kind}:{entry.scope}:{title}"
-        if source in known:
-            kept.add(source)
+        if source in known:  # a layered build's base has it
+            if kept is not None:
+                kept.add(source)
             continue
         if source in cache:
             doc, cached = cache[source]
