@@ -118,6 +118,8 @@ class BuildResult:
             return f"index already serves {self.commit[:12]} ({self.version}); nothing to do"
         how = f"full rebuild ({self.reason})" if self.full else "incremental"
         cached = f" ({self.from_cache} from the embedding cache)" if self.from_cache else ""
+        if self.published > 1:
+            cached += f"; searchable after {self.servable_seconds:.1f}s, vectors published in {self.published - 1} batches"
         return (
             f"built {self.version} from {self.commit[:12]}: {self.pages} pages, {self.evidence} evidence items, "
             f"{self.chunks} chunks; {how}: embedded {self.embedded}{cached}, reused {self.reused}, "

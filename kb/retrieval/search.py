@@ -499,14 +499,6 @@ class Searcher:
             return True
         return d.hides_text(" ".join((doc["title"], doc["summary"], record["body"])))
 
-    def live_vectors(self) -> dict[str, Vectors]:
-        """Every chunk of this version with its vector, by chunk id (rows still pending and a
-        base's deleted rows are left out): what the dense index serves, for checks and tools."""
-        import numpy as np
-
-        matrix = self._faiss.reconstruct_n(0, self._faiss.ntotal) if self._faiss.ntotal else np.zeros((0, 1), dtype=np.float32)
-        return {self.ids[row]: matrix[row] for row in np.flatnonzero(self.live & ~self.pending).tolist()}
-
     def chunk_record(self, row: int) -> dict[str, Any]:
         part = len(self._parts) - 1 if row >= self._row_start[-2] else 0
         return self._parts[part].record(row - int(self._row_start[part]))

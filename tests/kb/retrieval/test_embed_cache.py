@@ -13,6 +13,7 @@ from kb.retrieval.embed_cache import CACHE_FILE, CachedEmbedder, EmbeddingCache,
 from kb.retrieval.search import Searcher
 from kb.retrieval.store import index_store
 from tests.builders import commit, make_repo, page_for
+from tests.kb.retrieval.test_incremental import live_vectors
 
 
 class CountingEmbedder:
@@ -59,7 +60,7 @@ def test_the_same_text_in_two_scopes_is_embedded_once(tmp_path: Path) -> None:
     assert result.from_cache == 1 and "embedded 1 (1 from the embedding cache)" in result.summary()
     # every row of the served index got its vector (from the cache)
     searcher = Searcher(index_store(repo).current_path(), None)
-    vectors = np.array(list(searcher.live_vectors().values()))
+    vectors = np.array(list(live_vectors(searcher).values()))
     searcher.close()
     assert len(vectors) == result.chunks and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
 

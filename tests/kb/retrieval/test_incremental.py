@@ -34,6 +34,14 @@ class HashEmbedder:
         return self.embed_passages([text])[0]
 
 
+def live_vectors(searcher: Searcher) -> dict[str, np.ndarray]:
+    """Every chunk a version serves with its vector, by chunk id (rows still pending and a
+    base's deleted rows left out): what the dense index holds."""
+    index = searcher._faiss
+    matrix = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, 1), dtype=np.float32)
+    return {searcher.ids[row]: matrix[row] for row in np.flatnonzero(searcher.live & ~searcher.pending).tolist()}
+
+
 def _page(path: str, title: str, *parts: tuple[str, str], **extra: object) -> str:
     return page_for(path, title, f"{title} in short.", f"# {title}\n\n" + sections(*parts), **extra)
 
@@ -134,7 +142,7 @@ def _contents(folder: Path) -> dict[str, object]:
             ids[row]: (searcher.chunk_record(row), searcher.docs[int(searcher.row_doc[row])], searcher.row_lines[row].tolist())
             for row in live
         }
-        vectors = {cid: vector.tolist() for cid, vector in searcher.live_vectors().items()}
+        vectors = {cid: vector.tolist() for cid, vector in live_vectors(searcher).items()}
         postings: dict[str, dict[tuple[str, str], float]] = {field: {} for field in TEXT_FIELDS}
         alive = set(live)
         for start, fields in searcher._bm25_table.parts:

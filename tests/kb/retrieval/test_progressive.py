@@ -93,6 +93,7 @@ def test_a_search_during_the_embedding_answers_from_the_new_commit_by_bm25(tmp_p
     assert status.building.startswith("pid ")  # type: ignore[attr-defined]
     # the build ends with every vector in place, published once for the text and once per batch
     assert result.embedded == 8 and result.published == 1 + 3 and len(model.seen) == 8
+    assert "vectors published in 3 batches" in result.summary()
     final = Searcher(index_store(repo).current_path(), Model())
     try:
         assert final.dense_pending == 0 and not len(pending_rows(final.folder))
