@@ -16,7 +16,7 @@ from kb.repo import Repo
 from kb.retrieval.build import build_index, index_status, pending_rows
 from kb.retrieval.embedder import make_embedder
 from kb.retrieval.search import Searcher, make_query
-from kb.retrieval.store import index_store
+from kb.retrieval.store import base_of, index_store
 from tests.builders import commit, make_repo, page_for
 
 
@@ -196,3 +196,18 @@ def test_search_and_status_through_the_cli_while_vectors_are_missing(tmp_path: P
     assert built["embedded"] == 3 and not built["unchanged"]
     assert json.loads(cli("--repo", r, "search", "heron", "--json").out)["dense_pending"] == 0
     assert "chunks embedded" not in cli("--repo", r, "index", "status").out
+
+
+def test_an_interrupted_layered_build_resumes_without_embedding_anything_twice(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "kb", birds(1))
+    build_index(repo, embedder=Model())
+    commit(repo, birds(8))  # 7 new pages over the served full version: a layered version
+    first = Model(during={2: stop})
+    with pytest.raises(Interrupted):
+        build_index(repo, embedder=first, batch=3, inline=0)
+    store = index_store(repo)
+    assert base_of(store.current_path()) is not None and index_status(repo).dense_pending == 4 and len(first.seen) == 3
+    second = Model()
+    result = build_index(repo, embedder=second, batch=3, inline=0)
+    assert result.embedded == 4 and len(second.seen) == 4 and not set(second.seen) & set(first.seen)
+    assert base_of(store.current_path()) is not None and index_status(repo).dense_pending == 0
