@@ -573,7 +573,7 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
                 searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
                 break
             except IndexMissingError:
-                if attempt == 2 or folder.exists():
+                if attempt == 2 or store.current() == folder.name:  # not a race with a newer version
                     raise
     else:
         folder = index_at(repo, commit, progress)[0]
