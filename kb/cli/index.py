@@ -57,6 +57,13 @@ def status(as_json: JsonOpt = False) -> None:
     counts = ", ".join(f"{v} {k}" for k, v in sorted(state.counts.items()))
     echo(f"serving {state.served_commit[:12]} ({state.version}), built {state.built_at}; {behind}")
     echo(f"{counts}; embedder {state.embedder}")
+    if state.dense_pending:
+        total = state.counts.get("chunks", 0)
+        how = f"a build is embedding them ({state.building})" if state.building else "run `kb index build` to embed the rest"
+        echo(
+            f"embedding {state.served_commit[:12]}: {total - state.dense_pending}/{total} chunks embedded; "
+            f"the other {state.dense_pending} are searched by BM25 alone until then; {how}"
+        )
     if state.point_in_time:
         echo(f"point-in-time indexes (kb search --commit): {', '.join(c[:12] for c in state.point_in_time)}")
     if not state.config_matches:

@@ -46,6 +46,12 @@ def search(
     if commit is None:
         _say_if_behind(repo, searcher.manifest.source_commit)
     hits = searcher.search(q)
+    if searcher.dense_pending and mode != "bm25" and not as_json:
+        typer.echo(
+            f"note: {searcher.dense_pending} chunks have no vector yet (a build is embedding them, or the next `kb index build` will): "
+            "they are found by BM25 alone; `kb index status` shows the progress",
+            err=True,
+        )
     if as_json:
         print_json(
             {
@@ -53,6 +59,7 @@ def search(
                 "principal": principal,
                 "mode": mode,
                 "commit": searcher.manifest.source_commit,
+                "dense_pending": searcher.dense_pending,
                 "hits": [h.to_dict() for h in hits],
             }
         )

@@ -35,21 +35,42 @@ BM25_FILE = "bm25.npz"
 
 
 class Bm25Table:
-    """The exported postings of one index version, scored like Whoosh's BM25F."""
+    """The exported postings of one index version, scored like Whoosh's BM25F.
 
-    def __init__(self, path: Path, fields: Sequence[str]) -> None:
+    A layered version (``kb.retrieval.build``) has two: its base's and its own. ``of_parts``
+    joins them into one table whose rows follow each other; the statistics are taken over the
+    allowed rows of all parts together, so the scores are those of one table holding all rows.
+    """
+
+    def __init__(self, path: Path | None, fields: Sequence[str]) -> None:
         import numpy as np
 
+        self.parts: list[tuple[int, dict[str, dict[str, Any]]]] = []  # (first row, field -> arrays)
+        self.n_rows = 0
+        if path is None:
+            return
         with np.load(path) as data:
-            self.fields = {f: {key: data[f"{f}.{key}"] for key in ("terms", "indptr", "rows", "tf", "lengths")} for f in fields}
-        for table in self.fields.values():
-            table["lengths"] = np.nan_to_num(table["lengths"])  # versions written before empty fields were 0
-        self.n_rows = len(next(iter(self.fields.values()))["lengths"]) if self.fields else 0
+            table = {f: {key: data[f"{f}.{key}"] for key in ("terms", "indptr", "rows", "tf", "lengths")} for f in fields}
+        for arrays in table.values():
+            arrays["lengths"] = np.nan_to_num(arrays["lengths"])  # versions written before empty fields were 0
+        self.n_rows = len(next(iter(table.values()))["lengths"]) if table else 0
+        self.parts = [(0, table)]
 
-    def _slot(self, field: str, term: str) -> int | None:
+    @classmethod
+    def of_parts(cls, tables: Sequence[Bm25Table]) -> Bm25Table:
+        if len(tables) == 1:
+            return tables[0]
+        joined = cls(None, ())
+        for table in tables:
+            joined.parts += [(joined.n_rows + start, fields) for start, fields in table.parts]
+            joined.n_rows += table.n_rows
+        return joined
+
+    @staticmethod
+    def _slot(arrays: dict[str, Any], term: str) -> int | None:
         import numpy as np
 
-        terms = self.fields[field]["terms"]
+        terms = arrays["terms"]
         i = int(np.searchsorted(terms, term))
         return i if i < len(terms) and terms[i] == term else None
 
@@ -65,39 +86,59 @@ class Bm25Table:
         dc = int(np.count_nonzero(allowed))
         if dc == 0:
             return out
-        avgfl = {f: float(self.fields[f]["lengths"][allowed].sum(dtype=np.float64)) / dc or 1.0 for f in boosts if f in self.fields}
+        spans = [
+            (start, allowed[start : start + len(next(iter(fields.values()))["lengths"])], fields) for start, fields in self.parts if fields
+        ]
+        avgfl = {
+            f: sum(float(fields[f]["lengths"][mask].sum(dtype=np.float64)) for _, mask, fields in spans if f in fields) / dc or 1.0
+            for f in boosts
+        }
         for term in terms:
             for field, boost in boosts.items():
-                if boost <= 0 or field not in self.fields:
+                if boost <= 0:
                     continue
-                slot = self._slot(field, term)
-                if slot is None:
-                    continue
-                f = self.fields[field]
-                lo, hi = int(f["indptr"][slot]), int(f["indptr"][slot + 1])
-                rows = f["rows"][lo:hi]
-                seen = allowed[rows]
-                df = int(np.count_nonzero(seen))
+                found = []  # (first row, local rows, tf, lengths) of the allowed postings in each part
+                for start, mask, fields in spans:
+                    if field not in fields or (slot := self._slot(fields[field], term)) is None:
+                        continue
+                    f = fields[field]
+                    lo, hi = int(f["indptr"][slot]), int(f["indptr"][slot + 1])
+                    rows = f["rows"][lo:hi]
+                    seen = mask[rows]
+                    if seen.any():
+                        found.append((start, rows[seen], f["tf"][lo:hi][seen], f["lengths"]))
+                df = sum(len(rows) for _, rows, _, _ in found)
                 if df == 0:
                     continue
-                rows, tf = rows[seen], f["tf"][lo:hi][seen]
                 idf = math.log(dc / (df + 1)) + 1
-                norm = k1 * ((1 - b) + b * f["lengths"][rows] / avgfl[field])
-                out[rows] += boost * idf * (tf * (k1 + 1)) / (tf + norm)
+                for start, rows, tf, lengths in found:
+                    norm = k1 * ((1 - b) + b * lengths[rows] / avgfl[field])
+                    out[rows + start] += boost * idf * (tf * (k1 + 1)) / (tf + norm)
         return out
 
     def top(
-        self, terms: Sequence[str], allowed: NDArray[np.bool_], limit: int, boosts: dict[str, float], b: float, k1: float
+        self,
+        terms: Sequence[str],
+        allowed: NDArray[np.bool_],
+        limit: int,
+        boosts: dict[str, float],
+        b: float,
+        k1: float,
+        ids: Sequence[str] | None = None,
     ) -> tuple[list[int], list[float]]:
-        """The ``limit`` best allowed rows (score > 0), best first, ties by row."""
+        """The ``limit`` best allowed rows (score > 0), best first, ties by chunk id (``ids``,
+        one per row; by row without them)."""
         import numpy as np
 
         scores = self.scores(terms, allowed, boosts, b, k1)
         candidates = np.flatnonzero(scores > 0)  # only allowed rows have a score: the filter applies before ranking
         if len(candidates) > limit:
             kth = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
-            candidates = candidates[scores[candidates] >= kth]  # ties at the cut stay, then by row
-        order = sorted(candidates.tolist(), key=lambda row: (-float(scores[row]), row))
+            candidates = candidates[scores[candidates] >= kth]  # ties at the cut stay, then by id
+        if ids is None:
+            order = sorted(candidates.tolist(), key=lambda row: (-float(scores[row]), row))
+        else:
+            order = sorted(candidates.tolist(), key=lambda row: (-float(scores[row]), ids[row]))
         order = order[:limit]
         return order, [float(scores[row]) for row in order]
 

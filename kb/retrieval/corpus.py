@@ -8,6 +8,7 @@ parsed and chunked.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,7 +71,13 @@ def page_doc(page: Page, path: str, source: str = "") -> Doc:
     )
 
 
-def collect_corpus(repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache | None = None) -> Corpus:
+def collect_corpus(
+    repo: Repo,
+    commit: pygit2.Commit,
+    bound: int,
+    overlap: int,
+    cache: SourceCache | None = None,
+) -> Corpus:
     """Pages and evidence of ``commit``, chunked. Reads git objects only, never the working tree.
 
     ``cache`` maps a source (path and blob id) to the document and chunks an earlier build made
@@ -83,26 +90,46 @@ def collect_corpus(repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, 
     for path, oid in sorted(repo.tree_files(commit, PAGE_FOLDERS).items()):
         if not path.endswith(".md") or scope_for_path(path) is None:
             continue
-        source = f"{path}@{oid}"
-        if source in cache:
-            doc, cached = cache[source]
-            docs.append(doc)
-            chunks.extend(cached)
-            continue
-        try:
-            page = parse_page(repo.read_blob(oid), path)
-        except FormatError as exc:
-            skipped.append((path, exc.message))
-            continue
-        docs.append(page_doc(page, path, source))
-        chunks.extend(chunk_page(page, bound, overlap))
-    docs_ev, chunks_ev, skipped_ev = _collect_evidence(repo, commit, bound, overlap, cache)
+        made = page_source(repo, path, oid, bound, overlap, cache)
+        if isinstance(made[0], Doc):
+            docs.append(made[0])
+            chunks.extend(made[1])
+        else:
+            skipped.append((path, str(made[1])))
+    docs_ev, chunks_ev, skipped_ev = collect_evidence(repo, commit, bound, overlap, cache)
     return Corpus(tuple(docs + docs_ev), tuple(chunks + chunks_ev), tuple(skipped + skipped_ev))
 
 
-def _collect_evidence(
-    repo: Repo, commit: pygit2.Commit, bound: int, overlap: int, cache: SourceCache
+def is_page_path(path: str) -> bool:
+    return path.endswith(".md") and path.startswith(PAGE_FOLDERS) and scope_for_path(path) is not None
+
+
+def page_source(
+    repo: Repo, path: str, oid: pygit2.Oid, bound: int, overlap: int, cache: SourceCache
+) -> tuple[Doc, tuple[Chunk, ...]] | tuple[None, str]:
+    """The document and chunks of the page blob ``oid`` at ``path`` (from ``cache`` when an
+    earlier build made them), or (None, why it cannot be read)."""
+    source = f"{path}@{oid}"
+    if source in cache:
+        return cache[source]
+    try:
+        page = parse_page(repo.read_blob(oid), path)
+    except FormatError as exc:
+        return None, exc.message
+    return page_doc(page, path, source), tuple(chunk_page(page, bound, overlap))
+
+
+def collect_evidence(
+    repo: Repo,
+    commit: pygit2.Commit,
+    bound: int,
+    overlap: int,
+    cache: SourceCache,
+    known: Collection[str] = frozenset(),
+    kept: set[str] | None = None,
 ) -> tuple[list[Doc], list[Chunk], list[tuple[str, str]]]:
+    """The evidence items of ``commit`` as documents and chunks. Sources in ``known`` are left
+    out (a layered build's base holds them) and added to ``kept``."""
     try:
         entries = ledger_at(repo, commit)
     except (FormatError, UnicodeDecodeError) as exc:
@@ -120,6 +147,10 @@ def _collect_evidence(
             continue
         title = str(entry.meta.get("title") or entry.source or entry.id)
         source = f"{entry.path}@{oid}:{entry.id}:{entry.kind}:{entry.scope}:{title}"
+        if source in known:  # a layered build's base has it
+            if kept is not None:
+                kept.add(source)
+            continue
         if source in cache:
             doc, cached = cache[source]
             docs.append(doc)

@@ -138,6 +138,16 @@ class CachedEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
+    def lookup(self, texts: Sequence[str]) -> dict[int, Vectors]:
+        """The vectors the cache already holds for ``texts``, by position; the model is not
+        asked (a progressive build publishes these before it embeds anything)."""
+        if not texts:
+            return {}
+        identity = self.identity
+        keys = [text_key(identity, t) for t in texts]
+        found = self.cache.get(list(dict.fromkeys(keys)), None)
+        return {i: found[k] for i, k in enumerate(keys) if k in found}
+
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
 

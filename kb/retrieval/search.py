@@ -157,6 +157,7 @@ class _Filter:
 
     mask: NDArray[np.bool_]  # per row
     count: int
+    dense_count: int  # allowed rows that have a vector (the FAISS selector's)
     faiss_params: faiss.SearchParameters
     bits: NDArray[np.uint8]  # the bitmap behind the FAISS selector: must live as long as it
     whoosh: set[int] | None = None  # Whoosh document numbers, built on first use
@@ -173,8 +174,8 @@ class Searcher:
     def __init__(self, folder: Path, embedder: Embedder | None, candidates: int = 100, rrf_k: int = 60, bm25_engine: str = "numpy") -> None:
         import numpy as np
 
-        from kb.retrieval.bm25 import BM25_FILE, Bm25Table
-        from kb.retrieval.build import TEXT_FIELDS
+        from kb.retrieval.bm25 import Bm25Table
+        from kb.retrieval.store import DELETED_FILE, base_of
 
         self.folder = folder
         self.bm25_engine = bm25_engine  # "numpy" (exported postings) or "whoosh" (its own searcher)
@@ -187,15 +188,23 @@ class Searcher:
         self.denied = Denied()  # what a pending `kb forget` hides; set on every open_searcher
         self.manifest: Manifest = load_manifest(folder / MANIFEST_FILE)
         try:
-            self.docs: list[dict[str, Any]] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
-            with np.load(folder / "rows.npz") as rows:
-                self.row_doc = rows["doc"]
-                self.row_lines = rows["lines"]
-            self.offsets = np.load(folder / "offsets.npy")
-            vectors = np.load(folder / "vectors.npy")
-            self._chunks_fd = os.open(folder / "chunks.jsonl", os.O_RDONLY)
-            self._chunks_size = os.fstat(self._chunks_fd).st_size
-            self._bm25_table = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
+            base = base_of(folder)
+            # a layered version: its base version's rows (less the deleted ones), then its own
+            parts = [_Part(folder, self.manifest)]
+            if base is not None:
+                parts.insert(0, _Part(folder.parent / base, load_manifest(folder.parent / base / MANIFEST_FILE)))
+                parts[0].live[np.load(folder / DELETED_FILE)] = False
+            self._parts = parts
+            self.docs: list[dict[str, Any]] = [d for part in parts for d in part.docs]
+            doc_offsets = np.cumsum([0] + [len(part.docs) for part in parts])
+            self.row_doc = np.concatenate([part.row_doc + doc_offsets[i] for i, part in enumerate(parts)]).astype(np.int32)
+            self.row_lines = np.concatenate([part.row_lines for part in parts])
+            self._row_start = np.cumsum([0] + [part.rows for part in parts])
+            self.live = np.concatenate([part.live for part in parts])  # rows of this version (a base's deleted rows are not)
+            self.pending = np.concatenate([part.pending for part in parts])  # rows without a vector yet: BM25 alone finds them
+            self.ids = [cid for part in parts for cid in part.ids]  # chunk id per row: ties are broken by it
+            vectors = parts[0].vectors if len(parts) == 1 else np.concatenate([part.vectors for part in parts])
+            self._bm25_table = Bm25Table.of_parts([part.bm25 for part in parts])
         except (
             OSError,
             ValueError,
@@ -207,12 +216,7 @@ class Searcher:
             pickle.UnpicklingError,
         ) as exc:
             raise IndexMissingError(f"the search index in {folder} is corrupted ({type(exc).__name__})") from None
-        if (
-            len(self.row_doc) != len(self.manifest.chunks)
-            or vectors.shape[0] != len(self.row_doc)
-            or self._bm25_table.n_rows != len(self.row_doc)
-        ):
-            raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
+        self.dense_pending = int(self.pending.sum())  # chunks a progressive build has not embedded yet
         self._faiss = self._make_faiss(vectors)
         self._doc_arrays()
         self._filter_cache: dict[tuple[str, tuple[str, ...], int | None, bool], _Filter] = {}
@@ -268,7 +272,8 @@ class Searcher:
         if self._searcher is not None:
             self._searcher.close()
             self._ix.close()
-        os.close(self._chunks_fd)
+        for part in self._parts:
+            part.close()
 
     # ---- filters -------------------------------------------------------------------------
 
@@ -286,13 +291,14 @@ class Searcher:
             doc_ok &= ~self.doc_deprecated
         if query.at is not None:
             doc_ok &= (self.doc_from <= query.at) & (self.doc_to >= query.at)
-        mask = doc_ok[self.row_doc] if len(self.row_doc) else np.zeros(0, dtype=bool)
-        bits = np.packbits(mask, bitorder="little")
+        mask = doc_ok[self.row_doc] & self.live if len(self.row_doc) else np.zeros(0, dtype=bool)
+        dense = mask & ~self.pending  # a row without its vector yet is left to BM25
+        bits = np.packbits(dense, bitorder="little")
         params = faiss.SearchParameters()
-        params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits))  # faiss keeps a reference to the selector
+        params.sel = faiss.IDSelectorBitmap(len(dense), faiss.swig_ptr(bits))  # faiss keeps a reference to the selector
         if len(self._filter_cache) > 32:
             self._filter_cache.clear()
-        entry = self._filter_cache[key] = _Filter(mask, int(mask.sum()), params, bits)
+        entry = self._filter_cache[key] = _Filter(mask, int(mask.sum()), int(dense.sum()), params, bits)
         return entry
 
     def _whoosh_filter(self, rows: _Filter) -> set[int] | None:
@@ -316,7 +322,7 @@ class Searcher:
             return out
         if self.bm25_engine == "whoosh":
             return self._bm25_whoosh(terms, rows, limit)
-        out.rows, out.scores = self._bm25_table.top(terms, rows.mask, limit, self.field_boosts, self.bm25_b, self.bm25_k1)
+        out.rows, out.scores = self._bm25_table.top(terms, rows.mask, limit, self.field_boosts, self.bm25_b, self.bm25_k1, self.ids)
         return out
 
     def _bm25_whoosh(self, terms: list[str], rows: _Filter, limit: int) -> Candidates:
@@ -361,13 +367,15 @@ class Searcher:
 
     def _dense(self, vector: Vectors | None, rows: _Filter, limit: int) -> Candidates:
         out = Candidates()
-        if rows.count == 0 or vector is None:
+        if rows.dense_count == 0 or vector is None:
             return out
-        scores, found = self._faiss.search(vector.reshape(1, -1), min(limit, rows.count), params=rows.faiss_params)
-        for score, row in zip(scores[0], found[0], strict=True):
-            if row >= 0:
-                out.rows.append(int(row))
-                out.scores.append(float(score))
+        scores, found = self._faiss.search(vector.reshape(1, -1), min(limit, rows.dense_count), params=rows.faiss_params)
+        ranked = sorted(
+            ((float(score), int(row)) for score, row in zip(scores[0], found[0], strict=True) if row >= 0),
+            key=lambda x: (-x[0], self.ids[x[1]]),
+        )
+        out.rows = [row for _, row in ranked]  # equal scores (the same text twice) by chunk id
+        out.scores = [score for score, _ in ranked]
         return out
 
     def embed_query(self, text: str) -> Vectors:
@@ -410,7 +418,7 @@ class Searcher:
         return str(self.docs[int(self.row_doc[row])]["id"])
 
     def chunk_key(self, row: int) -> str:
-        return f"{row:09d}"
+        return self.ids[row]
 
     def fuse_keys(
         self, lists: dict[str, Candidates], group: Callable[[int], str]
@@ -434,7 +442,7 @@ class Searcher:
         best: dict[str, int] = {}
         for row, value in chunk_rrf.items():
             key = group(row)
-            if key not in best or (value, -row) > (chunk_rrf[best[key]], -best[key]):
+            if key not in best or value > chunk_rrf[best[key]] or (value == chunk_rrf[best[key]] and self.ids[row] < self.ids[best[key]]):
                 best[key] = row
         order = sorted(fused, key=lambda key: (-fused[key], key))
         for key in order:
@@ -492,9 +500,48 @@ class Searcher:
         return d.hides_text(" ".join((doc["title"], doc["summary"], record["body"])))
 
     def chunk_record(self, row: int) -> dict[str, Any]:
+        part = len(self._parts) - 1 if row >= self._row_start[-2] else 0
+        return self._parts[part].record(row - int(self._row_start[part]))
+
+
+class _Part:
+    """The files of one full version, as a searcher reads them (a layered version has two)."""
+
+    def __init__(self, folder: Path, manifest: Manifest) -> None:
+        import numpy as np
+
+        from kb.retrieval.bm25 import BM25_FILE, Bm25Table
+        from kb.retrieval.build import TEXT_FIELDS, pending_rows
+
+        self.docs: list[dict[str, Any]] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
+        with np.load(folder / "rows.npz") as rows:
+            self.row_doc = rows["doc"]
+            self.row_lines = rows["lines"]
+        self.rows = len(self.row_doc)
+        self.offsets = np.load(folder / "offsets.npy")
+        self.vectors = np.load(folder / "vectors.npy")
+        self.bm25 = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
+        self.ids = sorted(manifest.chunks)  # rows are chunk ids in sorted order
+        self.live = np.ones(self.rows, dtype=bool)
+        self.pending = np.zeros(self.rows, dtype=bool)
+        self.pending[pending_rows(folder)] = True
+        if (
+            len(self.ids) != self.rows
+            or self.vectors.shape[0] != self.rows
+            or self.bm25.n_rows != self.rows
+            or len(self.offsets) != self.rows
+        ):
+            raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
+        self._fd = os.open(folder / "chunks.jsonl", os.O_RDONLY)
+        self._size = os.fstat(self._fd).st_size
+
+    def record(self, row: int) -> dict[str, Any]:
         start = int(self.offsets[row])
-        end = int(self.offsets[row + 1]) if row + 1 < len(self.offsets) else self._chunks_size
-        return dict(json.loads(os.pread(self._chunks_fd, end - start, start)))
+        end = int(self.offsets[row + 1]) if row + 1 < len(self.offsets) else self._size
+        return dict(json.loads(os.pread(self._fd, end - start, start)))
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 # ---- opening the serving index ------------------------------------------------------------
@@ -515,9 +562,22 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
     from kb.retrieval.build import index_at
     from kb.retrieval.store import index_store
 
-    folder = index_store(repo).current_path() if commit is None else index_at(repo, commit, progress)[0]
     r = repo.config.retrieval
-    searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
+    if commit is None:
+        store = index_store(repo)
+        for attempt in range(3):
+            # a progressive build publishes a version per batch and removes the one before the
+            # previous: a version named by CURRENT a moment ago may be gone; CURRENT names a newer one
+            folder = store.current_path()
+            try:
+                searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
+                break
+            except IndexMissingError:
+                if attempt == 2 or store.current() == folder.name:  # not a race with a newer version
+                    raise
+    else:
+        folder = index_at(repo, commit, progress)[0]
+        searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
     searcher.denied = load_denied(repo)
     expected = searcher.embedder.identity if searcher.embedder is not None else r.embedder
     if searcher.manifest.embedder != expected:

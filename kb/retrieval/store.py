@@ -10,6 +10,7 @@ leftovers of a killed build (its process is gone) from a build still running.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -29,6 +30,19 @@ VERSIONS_DIR = "versions"
 AT_DIR = "at"  # point-in-time indexes: at/<commit id>/ (a store of its own each)
 AT_KEEP = 3  # point-in-time indexes kept, most recently used first
 TMP_PREFIX = ".tmp-"
+GONE_FILE = "gone.npy"  # in a layered version: the base's documents it leaves out (sorted)
+DELETED_FILE = "deleted.npy"  # in a layered version: the base's rows it leaves out (sorted)
+LAYERS_FILE = "layers.json"  # in a layered version: {"base": <name of the full version it overlays>}
+
+
+def base_of(folder: Path) -> str | None:
+    """The base version a layered version overlays (None for a full version)."""
+    try:
+        return str(json.loads((folder / LAYERS_FILE).read_text(encoding="utf-8"))["base"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        raise IndexMissingError(f"{folder / LAYERS_FILE}: the index layers file is corrupted") from None
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,13 @@ class IndexStore:
         kept = {k for k in keep if k}
         if not self.versions.is_dir():
             return
+        for name in list(kept):  # a layered version needs its base
+            try:
+                base = base_of(self.versions / name)
+            except IndexMissingError:
+                base = None
+            if base:
+                kept.add(base)
         for child in self.versions.iterdir():
             live_tmp = child.name.startswith(TMP_PREFIX) and _process_alive(_tmp_owner(child.name))
             if child.name not in kept and not live_tmp:

@@ -10,8 +10,10 @@ import numpy as np
 
 from kb.retrieval.build import build_index, index_at
 from kb.retrieval.embed_cache import CACHE_FILE, CachedEmbedder, EmbeddingCache, text_key, with_cache
+from kb.retrieval.search import Searcher
 from kb.retrieval.store import index_store
 from tests.builders import commit, make_repo, page_for
+from tests.kb.retrieval.test_incremental import live_vectors
 
 
 class CountingEmbedder:
@@ -57,7 +59,9 @@ def test_the_same_text_in_two_scopes_is_embedded_once(tmp_path: Path) -> None:
     assert result.embedded == 1 and len(model.seen) == before and asked(model, "Green tea, no sugar.") == 1
     assert result.from_cache == 1 and "embedded 1 (1 from the embedding cache)" in result.summary()
     # every row of the served index got its vector (from the cache)
-    vectors = np.load(index_store(repo).current_path() / "vectors.npy")
+    searcher = Searcher(index_store(repo).current_path(), None)
+    vectors = np.array(list(live_vectors(searcher).values()))
+    searcher.close()
     assert len(vectors) == result.chunks and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
 
 
@@ -69,7 +73,7 @@ def test_a_point_in_time_index_embeds_only_texts_never_seen(tmp_path: Path) -> N
     commit(repo, {"knowledge/fleet.md": note("knowledge/fleet.md", "Fleet", "Five airships fly.")})
     second = commit(repo, {"knowledge/crew.md": note("knowledge/crew.md", "Crew", "Forty crew members.")})
     commit(repo, {"knowledge/crew.md": None})
-    build_index(repo, embedder=model)  # serves HEAD: five airships, no crew page
+    build_index(repo, embedder=model, full=True)  # serves HEAD as one full version: five airships, no crew page
     before = len(model.seen)
     # the first commit's text left the served index but not the cache: the model is not asked
     _, built = index_at(repo, first, embedder=model)

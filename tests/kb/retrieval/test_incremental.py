@@ -12,7 +12,7 @@ import numpy as np
 from kb.repo import Repo
 from kb.retrieval.build import TEXT_FIELDS, build_index
 from kb.retrieval.search import MODES, Searcher, make_query
-from kb.retrieval.store import index_store
+from kb.retrieval.store import base_of, index_store
 from tests.builders import add_conversation, commit, make_repo, page_for, sections
 
 
@@ -32,6 +32,14 @@ class HashEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_passages([text])[0]
+
+
+def live_vectors(searcher: Searcher) -> dict[str, np.ndarray]:
+    """Every chunk a version serves with its vector, by chunk id (rows still pending and a
+    base's deleted rows left out): what the dense index holds."""
+    index = searcher._faiss
+    matrix = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, 1), dtype=np.float32)
+    return {searcher.ids[row]: matrix[row] for row in np.flatnonzero(searcher.live & ~searcher.pending).tolist()}
 
 
 def _page(path: str, title: str, *parts: tuple[str, str], **extra: object) -> str:
@@ -122,21 +130,32 @@ def _answers(folder: Path) -> list[object]:
     return out
 
 
-def _postings(folder: Path) -> dict[str, dict[tuple[str, str], float]]:
-    """Every (term, chunk id) -> tf of every field, and each chunk's field lengths: order-free."""
-    ids = sorted(Searcher(folder, None).manifest.chunks)
-    out: dict[str, dict[tuple[str, str], float]] = {}
-    with np.load(folder / "bm25.npz") as data:
-        for field in TEXT_FIELDS:
-            terms, indptr, rows, tf = (data[f"{field}.{k}"] for k in ("terms", "indptr", "rows", "tf"))
-            table = {
-                (str(terms[t]), ids[int(r)]): float(w)
-                for t in range(len(terms))
-                for r, w in zip(rows[indptr[t] : indptr[t + 1]], tf[indptr[t] : indptr[t + 1]], strict=True)
-            }
-            table.update({("<length>", ids[r]): float(x) for r, x in enumerate(data[f"{field}.lengths"])})
-            out[field] = table
-    return out
+def _contents(folder: Path) -> dict[str, object]:
+    """What a version serves, whatever its layout: per live chunk id its record, document,
+    lines and vector, and every (term, chunk id) -> tf of every field with each chunk's field
+    lengths (order-free)."""
+    searcher = Searcher(folder, None)
+    try:
+        live = np.flatnonzero(searcher.live).tolist()
+        ids = searcher.ids
+        chunks = {
+            ids[row]: (searcher.chunk_record(row), searcher.docs[int(searcher.row_doc[row])], searcher.row_lines[row].tolist())
+            for row in live
+        }
+        vectors = {cid: vector.tolist() for cid, vector in live_vectors(searcher).items()}
+        postings: dict[str, dict[tuple[str, str], float]] = {field: {} for field in TEXT_FIELDS}
+        alive = set(live)
+        for start, fields in searcher._bm25_table.parts:
+            for field in TEXT_FIELDS:
+                terms, indptr, rows, tf, lengths = (fields[field][k] for k in ("terms", "indptr", "rows", "tf", "lengths"))
+                for t in range(len(terms)):
+                    for r, w in zip(rows[indptr[t] : indptr[t + 1]], tf[indptr[t] : indptr[t + 1]], strict=True):
+                        if int(r) + start in alive:
+                            postings[field][(str(terms[t]), ids[int(r) + start])] = float(w)
+                postings[field].update({("<length>", ids[r + start]): float(x) for r, x in enumerate(lengths) if r + start in alive})
+    finally:
+        searcher.close()
+    return {"chunks": chunks, "vectors": vectors, "postings": postings}
 
 
 def test_incremental_builds_serve_exactly_what_a_full_build_serves(tmp_path: Path) -> None:
@@ -149,6 +168,7 @@ def test_incremental_builds_serve_exactly_what_a_full_build_serves(tmp_path: Pat
         result = build_index(repo, embedder=embedder)
         assert not result.full and result.added + result.removed > 0
         incremental = index_store(repo).current_path()
+        assert base_of(incremental) is not None  # a layered version: the base less its deleted rows, and its own
         reference = tmp_path / f"full-{n}"
         # a full build of the same commit, in a copy of the repository (the served index untouched)
         shutil.copytree(repo.root, reference, ignore=shutil.ignore_patterns("index"))
@@ -156,9 +176,29 @@ def test_incremental_builds_serve_exactly_what_a_full_build_serves(tmp_path: Pat
         assert build_index(other, full=True, embedder=embedder).full
         full = index_store(other).current_path()
         assert _answers(incremental) == _answers(full), f"after edit {n}"
-        assert _postings(incremental) == _postings(full), f"after edit {n}"
-        assert np.array_equal(np.load(incremental / "vectors.npy"), np.load(full / "vectors.npy"))
-        for name in ("offsets.npy", "chunks.jsonl", "docs.json"):
-            assert (incremental / name).read_bytes() == (full / name).read_bytes(), name
-        with np.load(incremental / "rows.npz") as a, np.load(full / "rows.npz") as b:
-            assert np.array_equal(a["doc"], b["doc"]) and np.array_equal(a["lines"], b["lines"])
+        assert _contents(incremental) == _contents(full), f"after edit {n}"
+    # evidence added: the layer lists the evidence again and takes the new item
+    add_conversation(repo, [{"role": "user", "content": "The lighthouse keeper prefers quince tea."}], user="alice", name="tea.json")
+    result = build_index(repo, embedder=embedder)
+    assert not result.full and result.added == 1 and base_of(index_store(repo).current_path()) is not None
+    reference = tmp_path / "full-evidence"
+    shutil.copytree(repo.root, reference, ignore=shutil.ignore_patterns("index"))
+    assert build_index(Repo(reference), full=True, embedder=embedder).full
+    full = index_store(Repo(reference)).current_path()
+    assert _answers(index_store(repo).current_path()) == _answers(full)
+    assert _contents(index_store(repo).current_path()) == _contents(full)
+    # past the layer's bound the next build writes a full version: the same bytes as a full build
+    commit(repo, {"knowledge/zeppelin.md": EDITS[0]["knowledge/zeppelin.md"]}, "edit back")
+    folded = build_index(repo, embedder=embedder, layer_limit=0)
+    assert not folded.full
+    incremental = index_store(repo).current_path()
+    assert base_of(incremental) is None
+    reference = tmp_path / "full-last"
+    shutil.copytree(repo.root, reference, ignore=shutil.ignore_patterns("index"))
+    assert build_index(Repo(reference), full=True, embedder=embedder).full
+    full = index_store(Repo(reference)).current_path()
+    assert _answers(incremental) == _answers(full) and _contents(incremental) == _contents(full)
+    for name in ("offsets.npy", "chunks.jsonl", "docs.json", "vectors.npy"):
+        assert (incremental / name).read_bytes() == (full / name).read_bytes(), name
+    with np.load(incremental / "rows.npz") as a, np.load(full / "rows.npz") as b:
+        assert np.array_equal(a["doc"], b["doc"]) and np.array_equal(a["lines"], b["lines"])

@@ -10,7 +10,7 @@ from kb.errors import ConflictError, UsageError
 from kb.repo import Repo
 from kb.retrieval.build import build_index, index_status
 from kb.retrieval.search import MODES, search
-from kb.retrieval.store import index_store
+from kb.retrieval.store import base_of, index_store
 from tests.builders import add_conversation, commit, make_repo, page_for, sections
 
 ACME = page_for(
@@ -220,10 +220,12 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
         q = make_query(text, mode="bm25")
         assert fast.rank(q)["bm25"].rows == reference.rank(q)["bm25"].rows
     reference.close()
-    # nothing changed, nothing done; old versions are collected, the previous one is kept
+    # nothing changed, nothing done; old versions are collected: the serving one, the previous
+    # one and the full version both are layered over are kept
     assert build_index(repo).unchanged
-    versions = sorted(p.name for p in index_store(repo).versions.iterdir())
-    assert len(versions) == 2 and fourth.version in versions
+    store = index_store(repo)
+    versions = sorted(p.name for p in store.versions.iterdir())
+    assert len(versions) == 3 and fourth.version in versions and base_of(store.current_path()) == first.version in versions
 
 
 def test_builds_read_the_commit_not_the_working_tree(tmp_path: Path) -> None:
