@@ -166,6 +166,7 @@ class Privacy(_Strict):
     email: Action = "no-copy"
     ip: Action = "no-copy"
     dob: Action = "no-copy"
+    address: Action = "no-copy"
     allow: tuple[str, ...] = ()
 
     @field_validator("allow")
@@ -310,6 +311,7 @@ privacy:              # personal data at ingest: keep | mask (in evidence) | no-
   email: no-copy
   ip: no-copy
   dob: no-copy
+  address: no-copy
 """
 
 

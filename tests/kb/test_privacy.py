@@ -40,6 +40,14 @@ POSITIVE = [
     ("dob", "I was born on March 3, 1985.", "March 3, 1985"),
     ("dob", "DOB: 1990-02-14", "1990-02-14"),
     ("dob", "我出生于1990年5月6日。", "1990年5月6日"),
+    ("address", "I live at 221B Baker Street, London NW1 6XE.", "221B Baker Street, London NW1 6XE"),
+    ("address", "Send it to 350 Fifth Avenue, New York, NY 10118.", "350 Fifth Avenue, New York, NY 10118"),
+    ("address", "Our HQ: 1 Infinite Loop, Cupertino, CA 95014", "1 Infinite Loop, Cupertino, CA 95014"),
+    ("address", "My address is 42 Wallaby Way, Sydney.", "42 Wallaby Way, Sydney"),  # a cue, no postcode
+    ("address", "We moved to 12 Oak Lane, Apt 3B last year.", "12 Oak Lane, Apt 3B"),
+    ("address", "我住在北京市朝阳区建国路88号。", "北京市朝阳区建国路88号"),
+    ("address", "地址：上海市长宁区长乐路123弄4号", "上海市长宁区长乐路123弄4号"),
+    ("address", "公司位于广东省深圳市南山区科苑路15号2栋301室，欢迎来访。", "广东省深圳市南山区科苑路15号2栋301室"),
 ]
 
 
@@ -73,6 +81,13 @@ NEGATIVE = [
     "we met at 10:30 on 2024-05-06; the total was 1,234,567.89",
     "Pay with card [CARD-1].",
     "The support phone number is 555-0100; call (212) 555-0143.",  # 555-0100 to -0199: reserved for examples
+    "In 2019 Oxford Street was closed for a week.",  # a year, no postcode, no cue
+    "Read chapter 3 Main Street Blues tonight.",  # a house number and a street type, nothing else
+    "Section 4 Data Drive explains the storage layer; see 5 Ocean Drive, Miami Vice.",  # no cue, no postcode
+    "He lives on 3rd Street.",  # no house number
+    "北京市朝阳区是个好地方。",  # a district, no road and number
+    "请看第88号文件和建国路。",  # a number, a road, no place
+    "路由器3号坏了，换成5号。",  # 路 not a road here
     "\"```python\\n@pytest.fixture\\ndef client():\\n    @app.route('/')\"",  # decorators in a citation's JSON quote
 ]
 
@@ -117,12 +132,19 @@ def test_mask_leaves_kinds_not_asked_for_and_allowed_values() -> None:
 def test_chinese_text_is_masked_in_place() -> None:
     text = "张伟的身份证号是11010519491231002X，手机13812345678，邮箱wang.fang@qq.com。"
     assert mask(text, set(KINDS)).text == "张伟的身份证号是[ID-1]，手机[PHONE-1]，邮箱[EMAIL-1]。"
+    home = "我住在北京市朝阳区建国路88号，公司在上海市浦东新区世纪大道100号；北京市朝阳区建国路88号有人。"
+    assert mask(home, {"address"}).text == "我住在[ADDR-1]，公司在[ADDR-2]；[ADDR-1]有人。"
+
+
+def test_an_address_is_one_value_however_spaced() -> None:
+    text = "Ship to 12 Oak Lane, Springfield, IL 62704; again: 12 Oak Lane Springfield, IL  62704."
+    assert mask(text, {"address"}).text == "Ship to [ADDR-1]; again: [ADDR-1]."
 
 
 def test_policy_defaults_and_validation() -> None:
     policy = Privacy()
     assert policy.kinds("mask") == {"national_id", "ssn", "card", "iban"}
-    assert policy.kinds("no-copy") == {"phone", "email", "ip", "dob"}
+    assert policy.kinds("no-copy") == {"phone", "email", "ip", "dob", "address"}
     assert set(KINDS) == set(TAGS) == policy.kinds("mask", "no-copy", "keep")
     config = parse_config("version: 1\nprivacy:\n  card: keep\n  phone: mask\n")
     assert config.privacy.card == "keep" and config.privacy.phone == "mask" and config.privacy.iban == "mask"
