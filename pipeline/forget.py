@@ -56,7 +56,7 @@ from kb.scopes import PAGE_FOLDERS, folder_for_scope, user_scope
 
 SCRUBBED = "[forgotten]"
 FORGOTTEN_DIR = "forget"  # under .kb/: deny entries, the key, pending and completion records
-_FOOTNOTE_RE = re.compile(r"^\[\^([^\]\s]+)\]:\s*(ev-[0-9a-f]{16})")
+_FOOTNOTE_RE = re.compile(r"^\[\^([^\]\s]+)\]:\s*(ev-[0-9a-f]{16})(?:#L(\d+)(?:-L?(\d+))?)?")
 _REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
 
 
@@ -114,11 +114,24 @@ def _page_files(repo: Repo, commit: pygit2.Commit) -> dict[str, pygit2.Oid]:
     return {p: o for p, o in repo.tree_files(commit, PAGE_FOLDERS).items() if p.endswith(".md")}
 
 
-def drop_claims(text: str, forgotten: set[str], match: str | None = None) -> str:
-    """``text`` without the lines that cite a forgotten item (claims, footnotes, facts) or that
-    hold ``match``; footnotes left unreferenced go too; ``sources`` lists lose the ids."""
+def _cites(m: re.Match[str], forgotten: set[str], redacted: dict[str, set[int]]) -> bool:
+    """Whether the footnote ``m`` cites a forgotten item, or a redacted line of an item."""
+    ident = m.group(2)
+    if ident in forgotten:
+        return True
+    if ident not in redacted or not m.group(3):
+        return False
+    first = int(m.group(3))
+    return any(first <= n <= int(m.group(4) or first) for n in redacted[ident])
+
+
+def drop_claims(text: str, forgotten: set[str], match: str | None = None, redacted: dict[str, set[int]] | None = None) -> str:
+    """``text`` without the lines that cite a forgotten item (claims, footnotes, facts), that
+    cite a line of an item that ``--match`` redacts (``redacted``: id -> line numbers; its quote
+    no longer holds), or that hold ``match``; footnotes left unreferenced go too; ``sources``
+    lists lose the ids."""
     lines = text.split("\n")
-    labels = {m.group(1) for line in lines if (m := _FOOTNOTE_RE.match(line)) and m.group(2) in forgotten}
+    labels = {m.group(1) for line in lines if (m := _FOOTNOTE_RE.match(line)) and _cites(m, forgotten, redacted or {})}
     wanted = normalise(match) if match else None
     kept: list[str] = []
     for line in lines:
@@ -165,10 +178,16 @@ def _redact_line(line: str, match: str) -> str:
     return replaced if replaced != line else SCRUBBED
 
 
+def _matching_lines(text: str, match: str) -> set[int]:
+    wanted = normalise(match)
+    return {n for n, line in enumerate(text.split("\n"), 1) if wanted in normalise(line)}
+
+
 @dataclass
 class _Selection:
     items: list[LedgerEntry] = field(default_factory=list)
     redacted: list[str] = field(default_factory=list)
+    lines: dict[str, set[int]] = field(default_factory=dict)  # redacted item -> its redacted line numbers
     scopes: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     files: dict[str, bytes | None] = field(default_factory=dict)
@@ -196,8 +215,9 @@ def _select(repo: Repo, head: pygit2.Commit, entries: list[LedgerEntry], pages: 
         out.texts.append(match)
         for e in entries:
             content = _text(repo.read_at(head, e.path))
-            if any(normalise(match) in normalise(line) for line in content.splitlines()):
+            if lines := _matching_lines(content, match):
                 out.redacted.append(e.id)
+                out.lines[e.id] = lines
                 out.files[e.path] = _redact_lines(content, match).encode("utf-8")
     for e in out.items:
         out.texts.append(_text(repo.read_at(head, e.path)))
@@ -223,7 +243,7 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
         if path in files:
             continue
         old = _text(repo.read_blob(oid))
-        new = drop_claims(old, forgotten, target.match)
+        new = drop_claims(old, forgotten, target.match, chosen.lines)
         if new != old:
             edited.append(path)
             files[path] = new.encode("utf-8")
@@ -231,10 +251,10 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
                 texts.extend(sorted(set(old.split("\n")) - set(new.split("\n"))))
     if not files:
         raise NotFoundError("nothing to forget: no evidence or page holds it", hint="check the id or the text")
-    retained: list[str] = []
-    if not target.match:  # what stays says it too, so it is not the forgotten material
-        kept = {e.path for e in entries} | set(pages)
-        retained = [_text(files[p]) if p in files else _text(repo.read_at(head, p)) for p in sorted(kept) if files.get(p, b"") is not None]
+    # What stays says it too, so it is not the forgotten material: a date or a template phrase a
+    # user's items share with others, a run of words another sentence shares with --match's text.
+    kept = {e.path for e in entries} | set(pages)
+    retained = [_text(files[p]) if p in files else _text(repo.read_at(head, p)) for p in sorted(kept) if files.get(p, b"") is not None]
     prints = fingerprint(key, texts, retained)
     renames = {e.id: "ev-" + secrets.token_hex(8) for e in chosen.items}
     hashes = {e.id: hashlib.sha256(files[e.path] or b"").hexdigest() for e in entries if e.id in chosen.redacted}

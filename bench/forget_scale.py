@@ -1,0 +1,88 @@
+"""Wall time of `kb forget` and `kb forget --verify` on a generated repository of N pages and M
+evidence items (docs/benchmarks.md, issue 16).
+
+Usage: PYTHONPATH=. python bench/forget_scale.py [--pages 10000] [--evidence 2000] [--dir DIR]
+
+The repository is the one of bench/check_scale.py (80% system pages, 20% over 10 users, three
+citations per page, folder indexes; evidence of 20 lines, half of it users'), generated once and
+copied for each target, so every forgetting starts from the same state. No index is built: with
+one, a forgetting also rebuilds it from the new HEAD, which costs what a full `kb index build`
+costs (measured apart in docs/benchmarks.md). Each target runs through the real CLI in a fresh
+process:
+
+- ``--user u3`` (the user's evidence and pages),
+- one evidence item (a user's item, cited by a few pages),
+- ``--match`` a sentence of one item.
+
+Prints a table of wall times (forget, then forget --verify) with the exit codes and the last line
+each printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from check_scale import generate  # noqa: E402
+
+from kb.evidence import load_ledger  # noqa: E402
+
+
+def _run(args: list[str], cwd: Path) -> tuple[float, int, str]:
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "kb", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - started
+    lines = (proc.stdout.strip() or proc.stderr.strip()).splitlines()
+    return wall, proc.returncode, lines[-1] if lines else ""
+
+
+def _targets(template: Path) -> list[tuple[str, list[str]]]:
+    entries = [e for e in load_ledger(template) if e.path]
+    item = next(e for e in entries if e.scope == "user:u5")
+    line = (template / item.path).read_text(encoding="utf-8").splitlines()[3]
+    sentence = line.split(": ", 1)[1]
+    return [("--user u3", ["forget", "--user", "u3"]), ("one evidence item", ["forget", item.id]), ("--match (one line)", ["forget", "--match", sentence])]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=10000)
+    parser.add_argument("--evidence", type=int, default=2000)
+    parser.add_argument("--dir", type=Path)
+    args = parser.parse_args()
+    base = args.dir or Path(tempfile.mkdtemp(prefix="kb-bench-forget-"))
+    template = base / "template"
+    started = time.perf_counter()
+    if not (template / "kb.config.yaml").exists():
+        generate(template, args.pages, args.evidence)
+    generated = time.perf_counter() - started
+    objects = subprocess.run(["git", "-C", str(template), "count-objects", "-v"], capture_output=True, text=True, check=True).stdout
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; load {os.getloadavg()[0]:.1f}")
+    print(f"repository: {args.pages} pages, {args.evidence} evidence items; generated in {generated:.1f} s")
+    print("git objects: " + ", ".join(line for line in objects.splitlines() if line.startswith(("count", "in-pack", "size-pack"))))
+    print("\n| target | forget (s) | exit | forget --verify (s) | exit | last line |")
+    print("|---|---|---|---|---|---|")
+    failures = 0
+    for name, command in _targets(template):
+        root = base / name.split()[0].strip("-")
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(template, root, symlinks=True)
+        wall, code, last = _run(command, root)
+        vwall, vcode, vlast = _run(["forget", "--verify"], root)
+        failures += bool(code or vcode)
+        print(f"| {name} | {wall:.1f} | {code} | {vwall:.1f} | {vcode} | {last} / {vlast} |")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
