@@ -30,11 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from check_scale import generate  # noqa: E402
-
-from kb.evidence import load_ledger  # noqa: E402
+from bench.check_scale import generate
+from kb.evidence import load_ledger
 
 
 def _run(args: list[str], cwd: Path) -> tuple[float, int, str]:
@@ -51,7 +48,11 @@ def _targets(template: Path) -> list[tuple[str, list[str]]]:
     item = next(e for e in entries if e.scope == "user:u5")
     line = (template / item.path).read_text(encoding="utf-8").splitlines()[3]
     sentence = line.split(": ", 1)[1]
-    return [("--user u3", ["forget", "--user", "u3"]), ("one evidence item", ["forget", item.id]), ("--match (one line)", ["forget", "--match", sentence])]
+    return [
+        ("--user u3", ["forget", "--user", "u3"]),
+        ("one evidence item", ["forget", item.id]),
+        ("--match (one line)", ["forget", "--match", sentence]),
+    ]
 
 
 def main() -> int:

@@ -105,9 +105,26 @@ def _score(gold: list[set[tuple[str, str]]], got: list[set[tuple[str, str]]], ki
 
 
 def _site_packages_mb(python: str) -> float:
-    path = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True)
+    path = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True
+    )
     total = sum(f.stat().st_size for f in Path(path.stdout.strip()).rglob("*") if f.is_file())
     return total / 1e6
+
+
+def _our_throughput(corpus: str) -> tuple[int, float, float]:
+    """(bytes, MB/s detecting, MB/s masking) of kb.privacy over ``corpus``, line by line."""
+    from kb.privacy import KINDS, find_personal_data, mask
+
+    t0 = time.perf_counter()
+    for line in corpus.split("\n"):
+        find_personal_data(line)
+    t1 = time.perf_counter()
+    for line in corpus.split("\n"):
+        mask(line, KINDS)
+    t2 = time.perf_counter()
+    size = len(corpus.encode())
+    return size, size / (t1 - t0) / 1e6, size / (t2 - t1) / 1e6
 
 
 def _ratio(a: int, b: int) -> str:
@@ -127,10 +144,8 @@ def main() -> int:
 
     import platform
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from privacy_detection import LABELLED
-
-    from kb.privacy import KINDS, find_personal_data, mask, normalise
+    from bench.privacy_detection import LABELLED
+    from kb.privacy import KINDS, find_personal_data, normalise
 
     timer = "import time; t = time.perf_counter(); import kb.privacy; print(time.perf_counter() - t)"
     ours_import = float(subprocess.run([sys.executable, "-c", timer], capture_output=True, text=True, check=True).stdout)
@@ -155,31 +170,31 @@ def main() -> int:
     kinds = tuple(KINDS)
     mine, other = _score(gold, ours, kinds), _score(gold, theirs, kinds)
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"labelled set: {len(LABELLED)} sentences, {sum(len(g) for g in gold)} values; presidio network: {'none (unshare -n)' if args.no_network else 'not blocked'}\n")
+    print(
+        f"labelled set: {len(LABELLED)} sentences, {sum(len(g) for g in gold)} values; presidio network: {'none (unshare -n)' if args.no_network else 'not blocked'}\n"
+    )
     print("| kind | values | kb precision | kb recall | presidio precision | presidio recall |")
     print("|---|---|---|---|---|---|")
     for kind in kinds:
         (tp, fp, fn), (ptp, pfp, pfn) = mine[kind], other[kind]
-        print(f"| {kind} | {tp + fn} | {_ratio(tp, tp + fp)} | {_ratio(tp, tp + fn)} | {_ratio(ptp, ptp + pfp)} | {_ratio(ptp, ptp + pfn)} |")
+        print(
+            f"| {kind} | {tp + fn} | {_ratio(tp, tp + fp)} | {_ratio(tp, tp + fn)} | {_ratio(ptp, ptp + pfp)} | {_ratio(ptp, ptp + pfn)} |"
+        )
     if args.misses:
         for text, want, have in zip(texts, gold, theirs, strict=True):
             for label, values in (("missed", want - have), ("extra", have - want)):
                 for kind, value in sorted(values):
                     print(f"  presidio {label} {kind} {value!r} in {text!r}")
-    corpus = _corpus(texts)
-    t0 = time.perf_counter()
-    for line in corpus.split("\n"):
-        find_personal_data(line)
-    t1 = time.perf_counter()
-    for line in corpus.split("\n"):
-        mask(line, KINDS)
-    t2 = time.perf_counter()
-    size = len(corpus.encode())
+    size, detect, masking = _our_throughput(_corpus(texts))
     print(f"\nthroughput over {size:,} bytes, line by line, one thread:")
-    print(f"  kb.privacy: detect {size / (t1 - t0) / 1e6:.2f} MB/s, mask (detect + replace) {size / (t2 - t1) / 1e6:.2f} MB/s")
+    print(f"  kb.privacy: detect {detect:.2f} MB/s, mask (detect + replace) {masking:.2f} MB/s")
     print(f"  presidio:   analyze {presidio['analyze_mb_s']:.3f} MB/s, analyze + anonymize {presidio['analyze_anonymize_mb_s']:.3f} MB/s")
-    print(f"start-up: kb.privacy import {ours_import:.2f} s; presidio import {presidio['import_s']:.2f} s, ready {presidio['ready_s']:.2f} s")
-    print(f"install size: presidio environment site-packages {_site_packages_mb(args.presidio_python):.0f} MB; kb.privacy needs the standard library only")
+    print(
+        f"start-up: kb.privacy import {ours_import:.2f} s; presidio import {presidio['import_s']:.2f} s, ready {presidio['ready_s']:.2f} s"
+    )
+    print(
+        f"install size: presidio environment site-packages {_site_packages_mb(args.presidio_python):.0f} MB; kb.privacy needs the standard library only"
+    )
     print(f"presidio recognizers loaded: {', '.join(presidio['recognizers'])}")
     return 0
 

@@ -248,10 +248,13 @@ def retention_days(age: str) -> int:
 
 
 def _retention(rules: dict[str, str]) -> dict[str, str]:
-    """Keys: an evidence kind or a scope (``system``, ``user:<id>``); values: an age in days."""
+    """Keys: an evidence kind, a scope (``system``, ``user:<id>``) or ``memory`` (every user's
+    memory pages); values: an age in days."""
     for key, age in rules.items():
-        if key not in EVIDENCE_KINDS and key != "system" and not re.match(r"^user:[A-Za-z0-9_.-]+$", key):
-            raise ValueError(f"{key!r} is neither an evidence kind ({', '.join(EVIDENCE_KINDS)}) nor a scope (system, user:<id>)")
+        if key not in EVIDENCE_KINDS and key not in ("system", "memory") and not re.match(r"^user:[A-Za-z0-9_.-]+$", key):
+            raise ValueError(
+                f"{key!r} is neither an evidence kind ({', '.join(EVIDENCE_KINDS)}), nor a scope (system, user:<id>), nor memory"
+            )
         if not _AGE_RE.match(str(age)):
             raise ValueError(f"{key}: {age!r} is not an age in days such as 30d")
     return rules
@@ -270,7 +273,8 @@ class Config(_Strict):
     secrets: Secrets = Secrets()
     privacy: Privacy = Privacy()
     forge: Forge = Forge()
-    # Expiry of evidence by age (`kb retention apply`, docs/privacy.md): {kind or scope: "<days>d"}.
+    # Expiry of evidence and memory pages by age (`kb retention apply`, docs/privacy.md):
+    # {evidence kind, scope or "memory": "<days>d"}.
     retention: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("retention")

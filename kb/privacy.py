@@ -357,7 +357,9 @@ def _street_valid(value: str) -> bool:
 ADDRESS_RULES: tuple[_Rule, ...] = (
     _Rule("address", re.compile(_CN_ADDRESS), cn_address_valid, 0, ("号",)),
     _Rule("address", re.compile(rf"{_STREET}(?:,?\s+{_CITY})?,?\s+{_POSTCODE}"), _street_valid),
-    _Rule("address", re.compile(rf"{_ADDRESS_CUE}[^\n.!?;]{{0,30}}?(?P<v>{_STREET}(?:,\s*{_CITY}(?:,\s*[A-Z]{{2}})?)?)"), _street_valid, "v"),
+    _Rule(
+        "address", re.compile(rf"{_ADDRESS_CUE}[^\n.!?;]{{0,30}}?(?P<v>{_STREET}(?:,\s*{_CITY}(?:,\s*[A-Z]{{2}})?)?)"), _street_valid, "v"
+    ),
 )
 RULES = RULES + ADDRESS_RULES
 

@@ -62,12 +62,14 @@ _REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
 
 @dataclass(frozen=True)
 class Target:
-    """What to forget: exactly one of a user, an evidence id, a text, or expired items (retention)."""
+    """What to forget: exactly one of a user, an evidence id, a text, or expired items and memory
+    pages (retention)."""
 
     user: str | None = None
     evidence: str | None = None
     match: str | None = None
     expired: tuple[str, ...] = ()  # evidence ids past their retention (pipeline/retention.py)
+    expired_pages: tuple[str, ...] = ()  # memory page paths past their retention
 
     @property
     def kind(self) -> str:
@@ -206,8 +208,9 @@ def _select(repo: Repo, head: pygit2.Commit, entries: list[LedgerEntry], pages: 
             raise NotFoundError(f"no evidence and no pages for user {target.user!r}", hint="check the id with `kb evidence list`")
     elif target.evidence:
         out.items = [find_entry(entries, target.evidence)]
-    elif target.expired:
+    elif target.expired or target.expired_pages:
         out.items = [find_entry(entries, ident) for ident in target.expired]
+        out.deleted = sorted(p for p in target.expired_pages if p in pages)
     else:
         match = target.match or ""
         if len(normalise(match)) < MIN_TEXT:
@@ -238,12 +241,15 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
     chosen = _select(repo, head, entries, pages, target)
     files, texts = chosen.files, chosen.texts
     forgotten = {e.id for e in chosen.items}
+    unlinked = _link_pattern([p.removesuffix(".md") for p in chosen.deleted])
     edited: list[str] = []
     for path, oid in sorted(pages.items()):
         if path in files:
             continue
         old = _text(repo.read_blob(oid))
         new = drop_claims(old, forgotten, target.match, chosen.lines)
+        if unlinked is not None:  # an index's entry for a deleted page, a line linking to it
+            new = "\n".join(line for line in new.split("\n") if not unlinked.search(line))
         if new != old:
             edited.append(path)
             files[path] = new.encode("utf-8")
@@ -277,6 +283,13 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
     )
 
 
+def _link_pattern(page_ids: list[str]) -> re.Pattern[str] | None:
+    """A wikilink to one of ``page_ids`` (``[[id]]``, ``[[id#section]]``, ``[[id|label]]``)."""
+    if not page_ids:
+        return None
+    return re.compile(r"\[\[(?:" + "|".join(map(re.escape, sorted(page_ids))) + r")(?:\.md)?(?:[#|][^\]]*)?\]\]")
+
+
 def _has_index(repo: Repo) -> bool:
     from kb.retrieval.store import index_store
 
@@ -292,7 +305,8 @@ def _pending_path(repo: Repo, op: str) -> Path:
 
 def target_digest(key: bytes, target: Target) -> str:
     """The target as a keyed digest: a record names what it forgot without saying it."""
-    value = f"{target.kind}\0{target.user or target.evidence or normalise(target.match or '') or ','.join(sorted(target.expired))}"
+    expired = ",".join(sorted(target.expired) + sorted(target.expired_pages))
+    value = f"{target.kind}\0{target.user or target.evidence or normalise(target.match or '') or expired}"
     return hashlib.blake2b(value.encode("utf-8"), key=key, digest_size=16).hexdigest()
 
 
@@ -702,7 +716,7 @@ class ForgetResult:
 
 def forget(repo: Repo, target: Target, dry_run: bool = False) -> ForgetResult:
     """Plan, revoke, change HEAD, rewrite history, purge, verify (module docstring)."""
-    if sum(x is not None for x in (target.user, target.evidence, target.match)) + bool(target.expired) != 1:
+    if sum(x is not None for x in (target.user, target.evidence, target.match)) + bool(target.expired or target.expired_pages) != 1:
         raise UsageError("give exactly one of --user, an evidence id, or --match", hint="e.g. `kb forget --user alice --dry-run`")
     key = load_key(repo, create=not dry_run) or b"\0" * 32
     record = None if dry_run else _unfinished(repo, target_digest(key, target))

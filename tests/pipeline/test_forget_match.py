@@ -30,7 +30,13 @@ def _repo(tmp: Path) -> tuple[Repo, str]:
         + "\n"
     )
     page = page_for("knowledge/notes.md", "Notes", "What changed for the supplier review and the offsite.", body, sources=[ident])
-    index = index_text("knowledge", "Knowledge", "Entry page of the shared knowledge.", "system", {"knowledge/notes": "What changed for the supplier review and the offsite."})
+    index = index_text(
+        "knowledge",
+        "Knowledge",
+        "Entry page of the shared knowledge.",
+        "system",
+        {"knowledge/notes": "What changed for the supplier review and the offsite."},
+    )
     commit(repo, {"knowledge/notes.md": page, "knowledge/index.md": index}, "page: notes\n")
     assert run_checks(repo).ok
     return repo, ident
