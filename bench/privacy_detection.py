@@ -113,6 +113,8 @@ def main() -> None:
     print("| kind | labelled values | precision | recall |")
     print("|---|---|---|---|")
     for kind, (tp, fp, fn) in evaluate().items():
+        if not tp + fp + fn:  # person, health: found by the optional model detector only
+            continue
         precision = f"{tp / (tp + fp):.2f}" if tp + fp else "-"
         recall = f"{tp / (tp + fn):.2f}" if tp + fn else "-"
         print(f"| {kind} | {tp + fn} | {precision} | {recall} |")

@@ -156,7 +156,8 @@ class Privacy(_Strict):
     or ``no-copy``: keep it in the evidence, never copy it into pages (the offline Proposer
     skips such sentences, ``kb check`` reports ``privacy.found``) or the memory context (masked
     there). ``allow``: reviewed findings that are not personal data (a company's public
-    switchboard number), by the fingerprint ``kb check`` prints."""
+    switchboard number), by the fingerprint ``kb check`` prints. ``detector``: an optional model
+    (a local one is recommended) that finds what no pattern does, for the kinds set to ``mask``."""
 
     national_id: Action = "mask"
     ssn: Action = "mask"
@@ -167,7 +168,13 @@ class Privacy(_Strict):
     ip: Action = "no-copy"
     dob: Action = "no-copy"
     address: Action = "no-copy"
+    person: Action = "keep"  # found only by the model detector
+    health: Action = "keep"  # found only by the model detector
     allow: tuple[str, ...] = ()
+    # The optional model detector for prose (agents/privacy_detector.py), off by default: asked,
+    # after the patterns, for names, health facts, addresses and birth dates of the kinds set to
+    # `mask`; it sees the text with every pattern finding already masked.
+    detector: ModelRole | None = None
 
     @field_validator("allow")
     @classmethod

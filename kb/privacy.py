@@ -21,7 +21,9 @@ Kinds, each with its placeholder tag (``[CARD-1]``):
   four capitalised words and a street type) when a city, a US ZIP or a UK postcode follows or
   words such as "live at", "address", "ship to" come before it; Chinese
   ``北京市朝阳区建国路88号`` (a province, city, district or county, then a road or street and
-  its number, then any building, unit or room).
+  its number, then any building, unit or room);
+- ``person`` (PERSON) and ``health`` (HEALTH): no pattern; found only by the optional model
+  detector (a name; a health fact such as a diagnosis or a medication).
 
 Credentials are not here: ``kb.secrets`` refuses them at the door. Where two findings overlap,
 the kind listed first wins (an 18-digit resident id is not read as a card).
@@ -40,7 +42,10 @@ from dataclasses import dataclass, field
 
 from kb.secrets import fingerprint as _slow_fingerprint
 
-KINDS = ("national_id", "ssn", "card", "iban", "phone", "email", "ip", "dob", "address")
+KINDS = ("national_id", "ssn", "card", "iban", "phone", "email", "ip", "dob", "address", "person", "health")
+# the kinds the optional model detector (agents/privacy_detector.py) is asked for, when masked:
+# no pattern finds a name or a health fact, nor an address or a birth date written in words
+MODEL_KINDS = ("person", "health", "address", "dob")
 TAGS = {
     "national_id": "ID",
     "ssn": "SSN",
@@ -51,8 +56,15 @@ TAGS = {
     "ip": "IP",
     "dob": "DOB",
     "address": "ADDR",
+    "person": "PERSON",
+    "health": "HEALTH",
 }
 PLACEHOLDER_RE = re.compile(r"\[(" + "|".join(TAGS.values()) + r")-(\d+)\]")
+_PLACEHOLDER_SPLIT = re.compile(r"(\[(?:" + "|".join(TAGS.values()) + r")-\d+\])")
+
+
+# The optional model detector: (text, kinds) -> [(kind, value as written in the text)]
+Detector = Callable[[str, Collection[str]], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -419,6 +431,25 @@ def mask(text: str, kinds: Collection[str], allow: Collection[str] = ()) -> Reda
         last = hit.end
     out.append(text[last:])
     return Redaction("".join(out), masked)
+
+
+def mask_values(text: str, findings: Collection[tuple[str, str]]) -> Redaction:
+    """``text`` with every occurrence of each (kind, value) replaced by the kind's placeholder,
+    numbered after any placeholder the text already holds (the model detector's findings, applied
+    after ``mask``); longer values first, so a name inside a longer address is not split."""
+    used: dict[str, int] = {}
+    for tag, number in PLACEHOLDER_RE.findall(text):
+        used[tag] = max(used.get(tag, 0), int(number))
+    masked: dict[str, int] = {}
+    for kind, value in sorted(set(findings), key=lambda f: (-len(f[1]), f)):
+        parts = _PLACEHOLDER_SPLIT.split(text)  # placeholders at odd positions: never rewritten
+        if not value.strip() or not any(value in part for part in parts[::2]):
+            continue
+        tag = TAGS[kind]
+        used[tag] = used.get(tag, 0) + 1
+        text = "".join(part if n % 2 else part.replace(value, f"[{tag}-{used[tag]}]") for n, part in enumerate(parts))
+        masked[kind] = masked.get(kind, 0) + 1
+    return Redaction(text, masked)
 
 
 def holds(text: str, kinds: Collection[str], allow: Collection[str] = ()) -> bool:

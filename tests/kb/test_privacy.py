@@ -8,7 +8,7 @@ import pytest
 from kb.config import Privacy, parse_config
 from kb.errors import ConfigError
 from kb.intake import Message, prepare, prepare_messages
-from kb.privacy import KINDS, TAGS, cn_id_valid, find_personal_data, fingerprint, holds, iban_valid, luhn_valid, mask
+from kb.privacy import KINDS, TAGS, cn_id_valid, find_personal_data, fingerprint, holds, iban_valid, luhn_valid, mask, mask_values
 
 
 def found(text: str) -> list[tuple[str, str]]:
@@ -173,3 +173,11 @@ def test_prepare_messages_masks_a_conversation_line_by_line() -> None:
     messages = [Message("user", "我的银行卡是4111111111111111。"), Message("assistant", "Noted 4111111111111111.")]
     item = prepare_messages(messages, "s1", "user:wang")
     assert item.content == "user: 我的银行卡是[CARD-1]。\nassistant: Noted [CARD-1].\n"
+
+
+def test_mask_values_numbers_after_placeholders_and_never_rewrites_one() -> None:
+    text = "[PERSON-1] met Ana Souza and Ana; PERSON is a word; Ana Souza again."
+    redaction = mask_values(text, [("person", "Ana"), ("person", "Ana Souza"), ("person", "PERSON"), ("person", "Zoe")])
+    # the longer value first (so "Ana Souza" is one name), a value inside a placeholder left alone
+    assert redaction.text == "[PERSON-1] met [PERSON-2] and [PERSON-4]; [PERSON-3] is a word; [PERSON-2] again."
+    assert redaction.masked == {"person": 3}
