@@ -283,8 +283,13 @@ RULES: tuple[_Rule, ...] = (
         "v",
         ("ssn", "social"),
     ),
-    _Rule("card", _ascii(r"(?<![0-9])\d{4}(?:([ -]?)\d{4}(?:\1\d{4}){1,2}(?:\1\d{1,3})?|[ -]?\d{6}[ -]?\d{4,5})(?![0-9])"), card_valid),
-    _Rule("card", _ascii(r"(?<![0-9])\d{13,19}(?![0-9])"), card_valid),
+    # not inside a word or an evidence id (ev-<16 hex digits> may be all digits)
+    _Rule(
+        "card",
+        _ascii(rf"{_NB}(?<!ev-)\d{{4}}(?:([ -]?)\d{{4}}(?:\1\d{{4}}){{1,2}}(?:\1\d{{1,3}})?|[ -]?\d{{6}}[ -]?\d{{4,5}}){_NA}"),
+        card_valid,
+    ),
+    _Rule("card", _ascii(rf"{_NB}(?<!ev-)\d{{13,19}}{_NA}"), card_valid),
     _Rule("iban", _ascii(rf"{_NB}[A-Z]{{2}}\d{{2}}(?: ?[A-Z0-9]{{1,4}}){{3,8}}{_NA}"), iban_valid),
     _Rule(
         "email",
@@ -296,7 +301,8 @@ RULES: tuple[_Rule, ...] = (
         ("@",),
     ),
     _Rule("phone", _ascii(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![0-9])"), _real_phone(_digits_ok(8, 15)), 0, ("+",)),
-    _Rule("phone", _ascii(r"(?<![0-9])1[3-9]\d(?:[ -]?\d{4}){2}(?![0-9])"), _digits_ok(11, 11)),
+    # not inside a word or a hex id ("ev-e963d16478162253")
+    _Rule("phone", _ascii(rf"{_NB}(?<!ev-)1[3-9]\d(?:[ -]?\d{{4}}){{2}}{_NA}"), _digits_ok(11, 11)),
     _Rule("phone", _ascii(r"(?<![\w(-])(?:\(\d{3}\) ?|\d{3}[.-])\d{3}[.-]\d{4}(?![0-9-])"), _real_phone(_nanp)),
     _Rule(
         "phone",

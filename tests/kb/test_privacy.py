@@ -81,6 +81,8 @@ NEGATIVE = [
     "we met at 10:30 on 2024-05-06; the total was 1,234,567.89",
     "Pay with card [CARD-1].",
     "The support phone number is 555-0100; call (212) 555-0143.",  # 555-0100 to -0199: reserved for examples
+    "sources: [ev-7a2882c20ba52604, ev-e963d16478162253]",  # a mobile-like digit run inside an evidence id
+    "[^1]: ev-4111111111111111#L3 and build 6b0f13812345678a",  # all-digit id passing Luhn; hex run
     "In 2019 Oxford Street was closed for a week.",  # a year, no postcode, no cue
     "Read chapter 3 Main Street Blues tonight.",  # a house number and a street type, nothing else
     "Section 4 Data Drive explains the storage layer; see 5 Ocean Drive, Miami Vice.",  # no cue, no postcode
