@@ -54,3 +54,34 @@ def test_match_keeps_text_that_only_shares_words_and_drops_claims_on_the_redacte
     assert run_checks(repo).ok
     verify = cli("--repo", str(repo.root), "forget", "--verify")
     assert verify.code == 0 and "clean" in verify.out
+
+
+def test_an_unrelated_failing_page_does_not_hold_up_a_forgetting(tmp_path: Path, cli) -> None:
+    repo, _ident = _repo(tmp_path)
+    broken = page_for("knowledge/broken.md", "Broken", "A page with a broken link.", "# Broken\n\nSee [[knowledge/nowhere]].\n")
+    index = (repo.root / "knowledge/index.md").read_text(encoding="utf-8") + "- [[knowledge/broken]]: A page with a broken link.\n"
+    commit(repo, {"knowledge/broken.md": broken, "knowledge/index.md": index}, "page: broken\n")
+    assert not run_checks(repo).ok
+    result = cli("--repo", str(repo.root), "forget", "--match", SECRET)
+    assert result.code == 0, result.out + result.err
+    assert "verification: clean" in result.out and (repo.root / "knowledge/broken.md").exists()
+
+
+def test_a_forgetting_whose_own_change_fails_the_checks_is_refused_and_stays_hidden(tmp_path: Path, cli) -> None:
+    repo, _ident = _repo(tmp_path)
+    page = (repo.root / "knowledge/notes.md").read_text(encoding="utf-8")
+    text = page.replace("What changed for the supplier review and the offsite.", f"{SECRET}.")
+    index = (
+        (repo.root / "knowledge/index.md")
+        .read_text(encoding="utf-8")
+        .replace("What changed for the supplier review and the offsite.", f"{SECRET}.")
+    )
+    commit(repo, {"knowledge/notes.md": text, "knowledge/index.md": index}, "page: the summary says it\n")
+    head = repo.head().id
+    assert "Lisbon office" in cli("--repo", str(repo.root), "grep", "Lisbon office").out
+    result = cli("--repo", str(repo.root), "forget", "--match", SECRET)
+    # removing the lines holding it removes the page's summary and the index entry: the checks fail
+    assert result.code == 11 and "the forgetting change fails the checks" in result.err, result.err
+    assert repo.head().id == head and (repo.root / "knowledge/notes.md").read_text(encoding="utf-8") == text
+    found = cli("--repo", str(repo.root), "grep", "Lisbon office")
+    assert found.code in (0, 1) and "Lisbon office" not in found.out  # hidden meanwhile
