@@ -14,8 +14,8 @@ process:
 - one evidence item (a user's item, cited by a few pages),
 - ``--match`` a sentence of one item.
 
-Prints a table of wall times (forget, then forget --verify) with the exit codes and the last line
-each printed.
+Prints a table of wall and CPU times (forget, then forget --verify) with the exit codes and the
+summary line each printed. CPU time says more than wall time on a shared machine.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -34,13 +35,19 @@ from bench.check_scale import generate
 from kb.evidence import load_ledger
 
 
-def _run(args: list[str], cwd: Path) -> tuple[float, int, str]:
+def _run(args: list[str], cwd: Path) -> tuple[float, float, int, str]:
+    """(wall seconds, CPU seconds of the process and its children, exit code, its first line of
+    output: the summary, or the error)."""
     env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "kb", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False)
     wall = time.perf_counter() - started
-    lines = (proc.stdout.strip() or proc.stderr.strip()).splitlines()
-    return wall, proc.returncode, lines[-1] if lines else ""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    lines = (proc.stdout.strip() if proc.returncode == 0 else proc.stderr.strip() or proc.stdout.strip()).splitlines()
+    first = next((line for line in lines if line.startswith(("commit", "verification", "fg-", "error"))), lines[0] if lines else "")
+    return wall, cpu, proc.returncode, first
 
 
 def _targets(template: Path) -> list[tuple[str, list[str]]]:
@@ -71,17 +78,17 @@ def main() -> int:
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; load {os.getloadavg()[0]:.1f}")
     print(f"repository: {args.pages} pages, {args.evidence} evidence items; generated in {generated:.1f} s")
     print("git objects: " + ", ".join(line for line in objects.splitlines() if line.startswith(("count", "in-pack", "size-pack"))))
-    print("\n| target | forget (s) | exit | forget --verify (s) | exit | last line |")
+    print("\n| target | forget wall (CPU) s | exit | forget --verify wall (CPU) s | exit | output |")
     print("|---|---|---|---|---|---|")
     failures = 0
     for name, command in _targets(template):
         root = base / name.split()[0].strip("-")
         shutil.rmtree(root, ignore_errors=True)
         shutil.copytree(template, root, symlinks=True)
-        wall, code, last = _run(command, root)
-        vwall, vcode, vlast = _run(["forget", "--verify"], root)
+        wall, cpu, code, out = _run(command, root)
+        vwall, vcpu, vcode, vout = _run(["forget", "--verify"], root)
         failures += bool(code or vcode)
-        print(f"| {name} | {wall:.1f} | {code} | {vwall:.1f} | {vcode} | {last} / {vlast} |")
+        print(f"| {name} | {wall:.1f} ({cpu:.1f}) | {code} | {vwall:.1f} ({vcpu:.1f}) | {vcode} | {out} / {vout} |", flush=True)
     return 1 if failures else 0
 
 
