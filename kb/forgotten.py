@@ -15,6 +15,7 @@ copy of at least one window, inside longer text or across a different spacing or
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -79,8 +80,14 @@ class Fingerprints:
     key: bytes
     digests: dict[int, frozenset[str]] = field(default_factory=dict)
 
+    @functools.cached_property
+    def _keyed(self) -> Any:
+        return hashlib.blake2b(key=self.key, digest_size=16)
+
     def digest(self, text: str) -> str:
-        return hashlib.blake2b(text.encode("utf-8"), key=self.key, digest_size=16).hexdigest()
+        hasher = self._keyed.copy()  # the key is set up once, not per window
+        hasher.update(text.encode("utf-8"))
+        return str(hasher.hexdigest())
 
     def windows(self, normal: str, size: int) -> list[str]:
         if len(normal) <= size:
@@ -93,7 +100,8 @@ class Fingerprints:
             return False
         normal = normalise(text)
         for size, wanted in self.digests.items():
-            if any(self.digest(w) in wanted for w in self.windows(normal, size)):
+            # each distinct window digested once (a ledger, a log, a template repeats many)
+            if any(self.digest(w) in wanted for w in set(self.windows(normal, size))):
                 return True
         return False
 
