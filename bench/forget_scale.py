@@ -10,8 +10,8 @@ one, a forgetting also rebuilds it from the new HEAD, which costs what a full `k
 costs (measured apart in docs/benchmarks.md). Each target runs through the real CLI in a fresh
 process:
 
-- ``--user u3`` (the user's evidence and pages),
-- one evidence item (a user's item, cited by a few pages),
+- ``--user u9`` (200 evidence items and 1,000 memory pages),
+- one evidence item (u9's item cited by the most pages),
 - ``--match`` a sentence of one item.
 
 Prints a table of wall and CPU times (forget, then forget --verify) with the exit codes and the
@@ -21,6 +21,7 @@ summary line each printed. CPU time says more than wall time on a shared machine
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import resource
@@ -48,6 +49,16 @@ def _run(args: list[str], cwd: Path) -> tuple[float, float, int, str]:
     lines = (proc.stdout.strip() if proc.returncode == 0 else proc.stderr.strip() or proc.stdout.strip()).splitlines()
     first = next((line for line in lines if line.startswith(("commit", "verification", "fg-", "error"))), lines[0] if lines else "")
     return wall, cpu, proc.returncode, first
+
+
+def _plan_size(command: list[str], root: Path) -> str:
+    """What the forgetting changes, from its dry run: items, pages deleted, pages edited."""
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kb", *command, "--dry-run", "--json"], cwd=root, capture_output=True, text=True, env=env, check=True
+    )
+    plan = json.loads(proc.stdout)["plan"]
+    return f"{len(plan['evidence'])} items, {len(plan['redacted'])} redacted, {len(plan['deleted_pages'])} pages deleted, {len(plan['edited_pages'])} edited"
 
 
 def _targets(template: Path) -> list[tuple[str, list[str]]]:
@@ -88,7 +99,8 @@ def main() -> int:
         wall, cpu, code, out = _run(command, root)
         vwall, vcpu, vcode, vout = _run(["forget", "--verify"], root)
         failures += bool(code or vcode)
-        print(f"| {name} | {wall:.1f} ({cpu:.1f}) | {code} | {vwall:.1f} ({vcpu:.1f}) | {vcode} | {out} / {vout} |", flush=True)
+        plan = _plan_size(command, template)
+        print(f"| {name} ({plan}) | {wall:.1f} ({cpu:.1f}) | {code} | {vwall:.1f} ({vcpu:.1f}) | {vcode} | {out} / {vout} |", flush=True)
     return 1 if failures else 0
 
 
