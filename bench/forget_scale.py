@@ -62,12 +62,15 @@ def _plan_size(command: list[str], root: Path) -> str:
 
 
 def _targets(template: Path) -> list[tuple[str, list[str]]]:
-    entries = [e for e in load_ledger(template) if e.path]
-    item = next(e for e in entries if e.scope == "user:u5")
+    """u9 (the generator gives memory pages to u4 and u9, evidence to odd users: u9 has both),
+    u9's item cited by the most pages, and one line of it."""
+    entries = [e for e in load_ledger(template) if e.path and e.scope == "user:u9"]
+    pages = [p.read_text(encoding="utf-8") for p in (template / "users" / "u9").rglob("*.md")]
+    item = max(entries, key=lambda e: sum(e.id in text for text in pages))
     line = (template / item.path).read_text(encoding="utf-8").splitlines()[3]
     sentence = line.split(": ", 1)[1]
     return [
-        ("--user u3", ["forget", "--user", "u3"]),
+        ("--user u9", ["forget", "--user", "u9"]),
         ("one evidence item", ["forget", item.id]),
         ("--match (one line)", ["forget", "--match", sentence]),
     ]

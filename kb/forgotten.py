@@ -105,6 +105,13 @@ class Fingerprints:
                 return True
         return False
 
+    def with_whole(self, normal: str) -> Fingerprints:
+        """These fingerprints and the digest of the whole normalised text ``normal`` (a window of
+        its own length), so that a copy of all of it is found whatever the windows left."""
+        digests = dict(self.digests)
+        digests[len(normal)] = digests.get(len(normal), frozenset()) | {self.digest(normal)}
+        return Fingerprints(self.key, digests)
+
     def to_json(self) -> dict[str, list[str]]:
         return {str(size): sorted(d) for size, d in sorted(self.digests.items())}
 

@@ -266,6 +266,8 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
     kept = {e.path for e in entries} | set(pages)
     retained = [_text(files[p]) if p in files else _text(repo.read_at(head, p)) for p in sorted(kept) if files.get(p, b"") is not None]
     prints = fingerprint(key, texts, retained)
+    if target.match:  # the whole text is always material, even when what stays shares every window of it
+        prints = prints.with_whole(normalise(target.match))
     renames = {e.id: "ev-" + secrets.token_hex(8) for e in chosen.items}
     hashes = {e.id: hashlib.sha256(files[e.path] or b"").hexdigest() for e in entries if e.id in chosen.redacted}
     op = "fg-" + secrets.token_hex(8)

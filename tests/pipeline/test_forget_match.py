@@ -85,3 +85,17 @@ def test_a_forgetting_whose_own_change_fails_the_checks_is_refused_and_stays_hid
     assert repo.head().id == head and (repo.root / "knowledge/notes.md").read_text(encoding="utf-8") == text
     found = cli("--repo", str(repo.root), "grep", "Lisbon office")
     assert found.code in (0, 1) and "Lisbon office" not in found.out  # hidden meanwhile
+
+
+def test_the_whole_text_is_material_even_when_what_stays_shares_every_window_of_it(tmp_path: Path, cli) -> None:
+    repo, _ident = _repo(tmp_path)
+    page = (repo.root / "knowledge/notes.md").read_text(encoding="utf-8")
+    commit(repo, {"knowledge/notes.md": page.replace(SHARED, f"Once: {SECRET}.")}, "page: says it\n")
+    # what stays says its first 45 and its last characters: every 24-character window of it
+    head, tail = SECRET[:45], SECRET[21:]
+    commit(repo, {"knowledge/notes.md": page.replace(SHARED, f"First: {head}.\n\nThen: {tail}.")}, "page: says it in two\n")
+    result = cli("--repo", str(repo.root), "forget", "--match", SECRET)
+    assert result.code == 0 and "verification: clean" in result.out, result.out + result.err
+    objects = subprocess.run(["git", "-C", str(repo.root), "cat-file", "--batch-all-objects", "--batch"], capture_output=True, check=True)
+    assert SECRET.encode() not in objects.stdout  # the older version of the page said all of it
+    assert head.encode() in objects.stdout and tail.encode() in objects.stdout
