@@ -79,3 +79,5 @@ _.iban
 _.phone
 _.ip
 _.dob
+_.person
+_.health

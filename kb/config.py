@@ -156,7 +156,8 @@ class Privacy(_Strict):
     or ``no-copy``: keep it in the evidence, never copy it into pages (the offline Proposer
     skips such sentences, ``kb check`` reports ``privacy.found``) or the memory context (masked
     there). ``allow``: reviewed findings that are not personal data (a company's public
-    switchboard number), by the fingerprint ``kb check`` prints."""
+    switchboard number), by the fingerprint ``kb check`` prints. ``detector``: an optional model
+    (a local one is recommended) that finds what no pattern does, for the kinds set to ``mask``."""
 
     national_id: Action = "mask"
     ssn: Action = "mask"
@@ -166,7 +167,14 @@ class Privacy(_Strict):
     email: Action = "no-copy"
     ip: Action = "no-copy"
     dob: Action = "no-copy"
+    address: Action = "no-copy"
+    person: Action = "keep"  # found only by the model detector
+    health: Action = "keep"  # found only by the model detector
     allow: tuple[str, ...] = ()
+    # The optional model detector for prose (agents/privacy_detector.py), off by default: asked,
+    # after the patterns, for names, health facts, addresses and birth dates of the kinds set to
+    # `mask`; it sees the text with every pattern finding already masked.
+    detector: ModelRole | None = None
 
     @field_validator("allow")
     @classmethod
@@ -256,10 +264,13 @@ def retention_days(age: str) -> int:
 
 
 def _retention(rules: dict[str, str]) -> dict[str, str]:
-    """Keys: an evidence kind or a scope (``system``, ``user:<id>``); values: an age in days."""
+    """Keys: an evidence kind, a scope (``system``, ``user:<id>``) or ``memory`` (every user's
+    memory pages); values: an age in days."""
     for key, age in rules.items():
-        if key not in EVIDENCE_KINDS and key != "system" and not re.match(r"^user:[A-Za-z0-9_.-]+$", key):
-            raise ValueError(f"{key!r} is neither an evidence kind ({', '.join(EVIDENCE_KINDS)}) nor a scope (system, user:<id>)")
+        if key not in EVIDENCE_KINDS and key not in ("system", "memory") and not re.match(r"^user:[A-Za-z0-9_.-]+$", key):
+            raise ValueError(
+                f"{key!r} is neither an evidence kind ({', '.join(EVIDENCE_KINDS)}), nor a scope (system, user:<id>), nor memory"
+            )
         if not _AGE_RE.match(str(age)):
             raise ValueError(f"{key}: {age!r} is not an age in days such as 30d")
     return rules
@@ -278,7 +289,8 @@ class Config(_Strict):
     secrets: Secrets = Secrets()
     privacy: Privacy = Privacy()
     forge: Forge = Forge()
-    # Expiry of evidence by age (`kb retention apply`, docs/privacy.md): {kind or scope: "<days>d"}.
+    # Expiry of evidence and memory pages by age (`kb retention apply`, docs/privacy.md):
+    # {evidence kind, scope or "memory": "<days>d"}.
     retention: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("retention")
@@ -319,6 +331,7 @@ privacy:              # personal data at ingest: keep | mask (in evidence) | no-
   email: no-copy
   ip: no-copy
   dob: no-copy
+  address: no-copy
 """
 
 

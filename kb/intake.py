@@ -20,7 +20,8 @@ from typing import Any
 from kb.config import EVIDENCE_KINDS, Privacy
 from kb.errors import FormatError, UsageError
 from kb.ids import evidence_id
-from kb.privacy import mask
+from kb.privacy import KINDS as PRIVACY_KINDS
+from kb.privacy import MODEL_KINDS, Detector, mask, mask_values
 from kb.secrets import find_secrets
 
 KINDS = EVIDENCE_KINDS  # the kinds of evidence (defined with the config, which validates them)
@@ -162,13 +163,27 @@ def refuse_secrets(content: str, where: str, allow: Collection[str], stored: boo
 DEFAULT_PRIVACY = Privacy()
 
 
-def redact_personal(content: str, meta: dict[str, Any], privacy: Privacy) -> str:
+def redact_personal(content: str, meta: dict[str, Any], privacy: Privacy, detector: Detector | None = None) -> str:
     """``content`` with the personal data that ``privacy`` masks replaced by typed placeholders
-    (``kb.privacy.mask``); ``meta["masked"]`` counts the values masked per kind (never the values)."""
+    (``kb.privacy.mask``); ``meta["masked"]`` counts the values masked per kind (never the values).
+
+    With a ``detector`` (the optional model detector) and a kind of ``MODEL_KINDS`` set to
+    ``mask``, the detector is then asked for values of those kinds in the text with every
+    pattern finding of any kind masked (so no value a pattern found reaches it); what it returns
+    is masked too, when it occurs verbatim in the stored text."""
     redaction = mask(content, privacy.kinds("mask"), privacy.allow)
-    if redaction.masked:
-        meta["masked"] = dict(sorted(redaction.masked.items()))
-    return redaction.text
+    text, masked = redaction.text, dict(redaction.masked)
+    asked = privacy.kinds("mask") & set(MODEL_KINDS)
+    if detector is not None and asked:
+        shown = mask(text, PRIVACY_KINDS, privacy.allow).text
+        found = [(kind, value) for kind, value in detector(shown, asked) if kind in asked and value in text]
+        more = mask_values(text, found)
+        text = more.text
+        for kind, count in more.masked.items():
+            masked[kind] = masked.get(kind, 0) + count
+    if masked:
+        meta["masked"] = dict(sorted(masked.items()))
+    return text
 
 
 def prepare_all(preparations: Iterable[Callable[[], PreparedItem]]) -> list[PreparedItem]:
@@ -378,6 +393,7 @@ def prepare_messages(
     kind: str = "conversation",
     allow: Collection[str] = (),
     privacy: Privacy = DEFAULT_PRIVACY,
+    detector: Detector | None = None,
 ) -> PreparedItem:
     """A conversation already read into messages (e.g. one session of a LoCoMo file)."""
     if not messages:
@@ -390,7 +406,7 @@ def prepare_messages(
         meta.setdefault("last_time", times[-1])
     meta.setdefault("messages", len(messages))
     refuse_secrets(content, source, allow, stored=True)
-    content = redact_personal(content, meta, privacy)
+    content = redact_personal(content, meta, privacy, detector)
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
 
 
@@ -403,8 +419,10 @@ def prepare(
     meta: dict[str, Any] | None = None,
     allow: Collection[str] = (),
     privacy: Privacy = DEFAULT_PRIVACY,
+    detector: Detector | None = None,
 ) -> PreparedItem:
-    """Decode and normalise one input into its stored form. Pure: no effects. Content that
+    """Decode and normalise one input into its stored form. Pure: no effects (but the optional
+    model ``detector``'s call). Content that
     looks like a secret (``kb.secrets``; ``allow``: reviewed fingerprints) is refused; the
     personal data that ``privacy`` masks is replaced by typed placeholders (``[CARD-1]``)."""
     if kind not in KINDS:
@@ -438,5 +456,5 @@ def prepare(
             raise FormatError(f"{name}: empty file", hint="nothing to add")
         content = normalise_text(text)
     refuse_secrets(content, name, allow, stored=messages_read)
-    content = redact_personal(content, meta, privacy)
+    content = redact_personal(content, meta, privacy, detector)
     return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source or name, meta)

@@ -16,7 +16,14 @@ Kinds, each with its placeholder tag (``[CARD-1]``):
 - ``email`` (EMAIL): addresses, except at documentation domains (``example.com``, ``.test``...);
 - ``ip`` (IP): IPv4 and IPv6 addresses that parse (loopback and unspecified ones aside);
 - ``dob`` (DOB): the date in "born on ...", "DOB: ...", "date of birth ...", "出生于...",
-  "生日是..." (only the date is the finding).
+  "生日是..." (only the date is the finding);
+- ``address`` (ADDR): a street address: English ``221B Baker Street`` (a house number, one to
+  four capitalised words and a street type) when a city, a US ZIP or a UK postcode follows or
+  words such as "live at", "address", "ship to" come before it; Chinese
+  ``北京市朝阳区建国路88号`` (a province, city, district or county, then a road or street and
+  its number, then any building, unit or room);
+- ``person`` (PERSON) and ``health`` (HEALTH): no pattern; found only by the optional model
+  detector (a name; a health fact such as a diagnosis or a medication).
 
 Credentials are not here: ``kb.secrets`` refuses them at the door. Where two findings overlap,
 the kind listed first wins (an 18-digit resident id is not read as a card).
@@ -35,7 +42,10 @@ from dataclasses import dataclass, field
 
 from kb.secrets import fingerprint as _slow_fingerprint
 
-KINDS = ("national_id", "ssn", "card", "iban", "phone", "email", "ip", "dob")
+KINDS = ("national_id", "ssn", "card", "iban", "phone", "email", "ip", "dob", "address", "person", "health")
+# the kinds the optional model detector (agents/privacy_detector.py) is asked for, when masked:
+# no pattern finds a name or a health fact, nor an address or a birth date written in words
+MODEL_KINDS = ("person", "health", "address", "dob")
 TAGS = {
     "national_id": "ID",
     "ssn": "SSN",
@@ -45,8 +55,16 @@ TAGS = {
     "email": "EMAIL",
     "ip": "IP",
     "dob": "DOB",
+    "address": "ADDR",
+    "person": "PERSON",
+    "health": "HEALTH",
 }
 PLACEHOLDER_RE = re.compile(r"\[(" + "|".join(TAGS.values()) + r")-(\d+)\]")
+_PLACEHOLDER_SPLIT = re.compile(r"(\[(?:" + "|".join(TAGS.values()) + r")-\d+\])")
+
+
+# The optional model detector: (text, kinds) -> [(kind, value as written in the text)]
+Detector = Callable[[str, Collection[str]], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -73,6 +91,8 @@ def normalise(kind: str, value: str) -> str:
             return str(ipaddress.ip_address(value))
         except ValueError:
             return value.lower()
+    if kind == "address":
+        return " ".join(value.casefold().replace(",", " ").split())
     return value.casefold() if kind == "email" else value.strip()
 
 
@@ -263,8 +283,13 @@ RULES: tuple[_Rule, ...] = (
         "v",
         ("ssn", "social"),
     ),
-    _Rule("card", _ascii(r"(?<![0-9])\d{4}(?:([ -]?)\d{4}(?:\1\d{4}){1,2}(?:\1\d{1,3})?|[ -]?\d{6}[ -]?\d{4,5})(?![0-9])"), card_valid),
-    _Rule("card", _ascii(r"(?<![0-9])\d{13,19}(?![0-9])"), card_valid),
+    # not inside a word or an evidence id (ev-<16 hex digits> may be all digits)
+    _Rule(
+        "card",
+        _ascii(rf"{_NB}(?<!ev-)\d{{4}}(?:([ -]?)\d{{4}}(?:\1\d{{4}}){{1,2}}(?:\1\d{{1,3}})?|[ -]?\d{{6}}[ -]?\d{{4,5}}){_NA}"),
+        card_valid,
+    ),
+    _Rule("card", _ascii(rf"{_NB}(?<!ev-)\d{{13,19}}{_NA}"), card_valid),
     _Rule("iban", _ascii(rf"{_NB}[A-Z]{{2}}\d{{2}}(?: ?[A-Z0-9]{{1,4}}){{3,8}}{_NA}"), iban_valid),
     _Rule(
         "email",
@@ -276,7 +301,8 @@ RULES: tuple[_Rule, ...] = (
         ("@",),
     ),
     _Rule("phone", _ascii(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![0-9])"), _real_phone(_digits_ok(8, 15)), 0, ("+",)),
-    _Rule("phone", _ascii(r"(?<![0-9])1[3-9]\d(?:[ -]?\d{4}){2}(?![0-9])"), _digits_ok(11, 11)),
+    # not inside a word or a hex id ("ev-e963d16478162253")
+    _Rule("phone", _ascii(rf"{_NB}(?<!ev-)1[3-9]\d(?:[ -]?\d{{4}}){{2}}{_NA}"), _digits_ok(11, 11)),
     _Rule("phone", _ascii(r"(?<![\w(-])(?:\(\d{3}\) ?|\d{3}[.-])\d{3}[.-]\d{4}(?![0-9-])"), _real_phone(_nanp)),
     _Rule(
         "phone",
@@ -305,6 +331,55 @@ RULES: tuple[_Rule, ...] = (
         ("born", "dob", "d.o.b", "birth", "出生", "生日"),
     ),
 )
+
+
+_STREET_TYPES = (
+    "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|Terrace|Close|"
+    "Crescent|Square|Sq|Parkway|Pkwy|Highway|Hwy|Row|Mews|Gardens|Grove|Walk|Alley|Circle|Cir|Loop"
+)
+# a house number (221B, 12-14), then one to four capitalised words (or N/S/E/W, 5th), then the street type
+_STREET = (
+    rf"(?<![\w.,/:-])[1-9]\d{{0,5}}[A-Za-z]?(?:-\d{{1,5}})?,?\s+"
+    rf"(?:(?:[NSEW]\.?|[A-Z][a-z'’]+\.?|\d{{1,3}}(?:st|nd|rd|th))\s+){{1,4}}(?:{_STREET_TYPES})\b\.?(?:\s+(?:NW|NE|SW|SE)\b)?"
+    rf"(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|#)\.?\s*#?[0-9A-Za-z]{{1,5}}\b)?"
+)
+_CITY = r"[A-Z][a-z'’-]+(?:\s+[A-Z][a-z'’-]+){0,2}"
+_POSTCODE = r"(?:[A-Z]{2}\s+\d{5}(?:-\d{4})?|\d{5}(?:-\d{4})?|[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2})(?![\w-])"
+_ADDRESS_CUE = (
+    r"(?i:\b(?:live|lives|lived|living|reside|resides|residing|address|addresses|moved|move|moving|"
+    r"ship|shipped|deliver|delivered|delivery|send|sent|mail|post|located|home|house|flat|apartment|visit)\b)"
+)
+# Chinese: the administrative parts (at least one), the road and its number, then the building
+_CN_PART = r"[^\s\d\W在是于到住我你他她它的从去往址为把给和与及或请]"  # a place name character, not a function word
+_CN_NUM = r"(?:\d{1,5}|[零一二三四五六七八九十百]{1,5})"
+_CN_ADDRESS = (
+    rf"(?:{_CN_PART}{{1,7}}?(?:省|自治区|特别行政区))?(?:{_CN_PART}{{1,7}}?(?:市|自治州|地区|盟))?"
+    rf"(?:{_CN_PART}{{1,7}}?(?:区|县|旗))?(?:{_CN_PART}{{1,7}}?(?:镇|乡|街道))?"
+    rf"{_CN_PART}{{1,9}}?(?:大街|大道|路|街|道|巷|胡同|里){_CN_NUM}(?:弄{_CN_NUM})?(?:号院|号)"
+    rf"(?:{_CN_PART}{{0,8}}?{_CN_NUM}(?:号楼|栋|幢|座|单元|层|楼|室|号|户))*"
+)
+
+
+def cn_address_valid(value: str) -> bool:
+    """A road and number in a named province, city, district or county (not a bare "3号")."""
+    head = re.split(r"大街|大道|路|街|道|巷|胡同|里", value, maxsplit=1)[0]
+    return bool(re.search(r"省|自治区|特别行政区|市|自治州|地区|盟|区|县|旗", head))
+
+
+def _street_valid(value: str) -> bool:
+    """Not a year before a capitalised name ("in 2019 Oxford Street was closed"), unless a
+    postcode follows."""
+    return not re.match(r"(?:19|20)\d\d\s", value) or bool(re.search(r",\s*" + _POSTCODE, value))
+
+
+ADDRESS_RULES: tuple[_Rule, ...] = (
+    _Rule("address", re.compile(_CN_ADDRESS), cn_address_valid, 0, ("号",)),
+    _Rule("address", re.compile(rf"{_STREET}(?:,?\s+{_CITY})?,?\s+{_POSTCODE}"), _street_valid),
+    _Rule(
+        "address", re.compile(rf"{_ADDRESS_CUE}[^\n.!?;]{{0,30}}?(?P<v>{_STREET}(?:,\s*{_CITY}(?:,\s*[A-Z]{{2}})?)?)"), _street_valid, "v"
+    ),
+)
+RULES = RULES + ADDRESS_RULES
 
 
 def find_personal_data(text: str, kinds: Collection[str] = KINDS) -> list[PersonalHit]:
@@ -362,6 +437,25 @@ def mask(text: str, kinds: Collection[str], allow: Collection[str] = ()) -> Reda
         last = hit.end
     out.append(text[last:])
     return Redaction("".join(out), masked)
+
+
+def mask_values(text: str, findings: Collection[tuple[str, str]]) -> Redaction:
+    """``text`` with every occurrence of each (kind, value) replaced by the kind's placeholder,
+    numbered after any placeholder the text already holds (the model detector's findings, applied
+    after ``mask``); longer values first, so a name inside a longer address is not split."""
+    used: dict[str, int] = {}
+    for tag, number in PLACEHOLDER_RE.findall(text):
+        used[tag] = max(used.get(tag, 0), int(number))
+    masked: dict[str, int] = {}
+    for kind, value in sorted(set(findings), key=lambda f: (-len(f[1]), f)):
+        parts = _PLACEHOLDER_SPLIT.split(text)  # placeholders at odd positions: never rewritten
+        if not value.strip() or not any(value in part for part in parts[::2]):
+            continue
+        tag = TAGS[kind]
+        used[tag] = used.get(tag, 0) + 1
+        text = "".join(part if n % 2 else part.replace(value, f"[{tag}-{used[tag]}]") for n, part in enumerate(parts))
+        masked[kind] = masked.get(kind, 0) + 1
+    return Redaction(text, masked)
 
 
 def holds(text: str, kinds: Collection[str], allow: Collection[str] = ()) -> bool:

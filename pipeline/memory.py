@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
+from agents.privacy_detector import detector_for
 from kb.errors import UsageError
 from kb.evidence import add_items, ledger_at
 from kb.intake import prepare_all, prepare_messages
@@ -93,6 +94,7 @@ def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None,
     sessions.sort(key=lambda s: (s.date, s.source))
     speakers = user_speakers(user, sessions, speaker)
     allow, privacy = repo.config.secrets.allow, repo.config.privacy
+    detector = detector_for(privacy)
     items = prepare_all(
         partial(
             prepare_messages,
@@ -102,6 +104,7 @@ def _ingest_locked(repo: Repo, user: str, paths: list[Path], sample: str | None,
             s.meta | {"session_date": s.date, "title": s.title},
             allow=allow,
             privacy=privacy,
+            detector=detector,
         )
         for s in sessions
     )

@@ -39,6 +39,7 @@ def add(
     """
     from functools import partial
 
+    from agents.privacy_detector import detector_for
     from kb.evidence import add_items
     from kb.intake import DEFAULT_GLOBS, expand_inputs, prepare, prepare_all, read_input
     from kb.scopes import user_scope
@@ -46,9 +47,12 @@ def add(
     repo = open_repo()
     scope = user_scope(user)
     allow, privacy = repo.config.secrets.allow, repo.config.privacy
+    detector = detector_for(privacy)
     preparations = []
     for file, name in expand_inputs(files, tuple(globs) if globs else DEFAULT_GLOBS, source):
-        preparations.append(partial(prepare, read_input(file), str(file), kind, scope, name, allow=allow, privacy=privacy))
+        preparations.append(
+            partial(prepare, read_input(file), str(file), kind, scope, name, allow=allow, privacy=privacy, detector=detector)
+        )
     items = prepare_all(preparations)
     result = add_items(repo, items)
     if result.recovered:

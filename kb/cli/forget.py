@@ -61,27 +61,33 @@ def forget(
     return 0 if record.get("result") == "clean" else EXIT_FINDINGS
 
 
-retention_app = typer.Typer(help="Expire evidence by age (the `retention:` section of kb.config.yaml).", no_args_is_help=True)
+retention_app = typer.Typer(
+    help="Expire evidence and memory pages by age (the `retention:` section of kb.config.yaml).", no_args_is_help=True
+)
 
 
 @retention_app.command("apply")
 def retention_apply(
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the expired items; change nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the expired items and pages; change nothing.")] = False,
 ) -> int:
-    """Forget every evidence item older than its retention age, in one forgetting.
+    """Forget every evidence item and memory page older than its retention age, in one forgetting.
 
     Example: kb retention apply --dry-run
     """
-    from pipeline.retention import apply_retention
+    from pipeline.retention import Expired, apply_retention
 
     expired, result = apply_retention(open_repo(), dry_run)
+    verb = "would expire" if dry_run else "expired"
     for e in expired:
-        echo(f"{'would expire' if dry_run else 'expired'} {e.entry.id} ({e.entry.kind}, {e.age_days} days old; {e.rule}: {e.limit_days}d)")
+        if isinstance(e, Expired):
+            echo(f"{verb} {e.entry.id} ({e.entry.kind}, {e.age_days} days old; {e.rule}: {e.limit_days}d)")
+        else:
+            echo(f"{verb} page {e.path} (last changed {e.age_days} days ago; {e.rule}: {e.limit_days}d)")
     if result is None:
         echo("nothing has expired")
         return 0
     if dry_run:
         return 0
     record = result.record or {}
-    echo(f"forgot {len(expired)} item(s) as {result.plan['id']}; verification: {record.get('result')}")
+    echo(f"forgot {len(expired)} item(s) and page(s) as {result.plan['id']}; verification: {record.get('result')}")
     return 0 if record.get("result") == "clean" else EXIT_FINDINGS

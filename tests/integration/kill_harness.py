@@ -272,7 +272,7 @@ def kill_trial(template: Template, folder: Path, rng: random.Random) -> Trial:
     trial = Trial(scenario.name, round(delay, 3), killed)
     if scenario.name == "index build":
         trial.problems += _serving_before(root)
-    if scenario.name == "forget" and not _untouched(root, template.facts["head"]):
+    if scenario.name.startswith("forget") and not _untouched(root, template.facts["head"]):
         seen = forget_visible(root, template.facts["evidence"].split("\n"))
         trial.problems += [f"after the kill alice's material is returned by {seen}"] if seen else []
     after = run_kb(*scenario.args(root, template.facts))
@@ -282,6 +282,8 @@ def kill_trial(template: Template, folder: Path, rng: random.Random) -> Trial:
 
 
 # ---- forget --user ---------------------------------------------------------------------------
+# (the material of every forget scenario is ALICE_MARK: it must be returned by no read from the
+# moment the deny entry is written, and be in no git object or file under .kb/ after the re-run)
 
 
 ALICE_SAYS = "I take cello lessons with Madame Girardot-Pons on Tuesdays."
@@ -352,3 +354,49 @@ def _every_byte(root: Path) -> bytes:
 
 
 SCENARIOS["forget"] = Scenario("forget", _prepare_forget, _verify_forget)
+
+
+# ---- forget one evidence item, forget --match -------------------------------------------------
+
+ALICE_KEEPS = "I prefer aisle seats on long train rides."
+
+
+def _prepare_two_sessions(root: Path, inputs: Path) -> tuple[str, str]:
+    """Alice said two things in two sessions (one is forgotten, one stays); bob one. Returns the
+    evidence id of the session to forget and HEAD."""
+    from pipeline.memory import ingest
+    from tests.builders import write_chat
+
+    repo = init_repository(root)
+    add_file(repo, "travel-policy.md", "document")
+    sessions = [
+        write_chat(inputs / "a1.json", [("user", ALICE_SAYS)], "2024-03-01T10:00:00Z"),
+        write_chat(inputs / "a2.json", [("user", ALICE_KEEPS)], "2024-03-02T10:00:00Z"),
+    ]
+    ingest(repo, "alice", sessions)
+    ingest(repo, "bob", [write_chat(inputs / "b.json", [("user", "I live in Oslo and drive a Volvo.")], "2024-05-05T08:00:00Z")])
+    item = next(e.id for e in load_ledger(root) if e.path and ALICE_MARK in (root / e.path).read_text(encoding="utf-8"))
+    return item, str(repo.head().id)
+
+
+def _prepare_forget_item(root: Path, inputs: Path) -> dict[str, str]:
+    item, head = _prepare_two_sessions(root, inputs)
+    return {"args": f"forget\n{item}", "evidence": item, "head": head}
+
+
+def _prepare_forget_match(root: Path, inputs: Path) -> dict[str, str]:
+    item, head = _prepare_two_sessions(root, inputs)
+    return {"args": "forget\n--match\nMadame Girardot-Pons", "evidence": item, "head": head}
+
+
+def _verify_forget_part(run: Outcome) -> list[str]:
+    """As ``_verify_forget``, and alice's other session is still hers and found."""
+    problems = _verify_forget(run)
+    code, out, _ = run_kb("--repo", str(run.root), "search", "aisle seats train rides", "--as", "user:alice", "--include-evidence")
+    if "aisle seats" not in out:
+        problems.append(f"alice's other session is not found after the forget: {out.strip()[:200]}")
+    return problems
+
+
+SCENARIOS["forget item"] = Scenario("forget item", _prepare_forget_item, _verify_forget_part)
+SCENARIOS["forget match"] = Scenario("forget match", _prepare_forget_match, _verify_forget_part)

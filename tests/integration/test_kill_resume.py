@@ -1,8 +1,9 @@
 """Kill and resume (issue 10, acceptance): `evidence add`, `memory ingest`, `merge`,
-`index build` and `forget --user` (issue 16) killed with SIGKILL at random points; the next
-command works without a manual step, nothing reported as added is lost, nothing forgotten shows
-in between, and the repository checks clean. A few trials per
-command here; ``bench/kill_trials.py`` runs many (docs/benchmarks.md)."""
+`index build`, and `forget --user`, `forget ID` and `forget --match` (issue 16) killed with
+SIGKILL at random points; the next command works without a manual step, nothing reported as
+added is lost, nothing forgotten shows in between (from the moment the deny entry exists), the
+rest of the user's memory stays, and the repository checks clean. A few trials per command
+here; ``bench/kill_trials.py`` runs many (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from tests.integration.kill_harness import SCENARIOS, kill_trial, make_template
 
-TRIALS = {"evidence add": 3, "memory ingest": 3, "merge": 3, "index build": 2, "forget": 3}
+TRIALS = {"evidence add": 3, "memory ingest": 3, "merge": 3, "index build": 2, "forget": 3, "forget item": 2, "forget match": 2}
 
 
 @pytest.mark.parametrize("name", list(TRIALS))

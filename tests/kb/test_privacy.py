@@ -8,7 +8,7 @@ import pytest
 from kb.config import Privacy, parse_config
 from kb.errors import ConfigError
 from kb.intake import Message, prepare, prepare_messages
-from kb.privacy import KINDS, TAGS, cn_id_valid, find_personal_data, fingerprint, holds, iban_valid, luhn_valid, mask
+from kb.privacy import KINDS, TAGS, cn_id_valid, find_personal_data, fingerprint, holds, iban_valid, luhn_valid, mask, mask_values
 
 
 def found(text: str) -> list[tuple[str, str]]:
@@ -40,6 +40,14 @@ POSITIVE = [
     ("dob", "I was born on March 3, 1985.", "March 3, 1985"),
     ("dob", "DOB: 1990-02-14", "1990-02-14"),
     ("dob", "我出生于1990年5月6日。", "1990年5月6日"),
+    ("address", "I live at 221B Baker Street, London NW1 6XE.", "221B Baker Street, London NW1 6XE"),
+    ("address", "Send it to 350 Fifth Avenue, New York, NY 10118.", "350 Fifth Avenue, New York, NY 10118"),
+    ("address", "Our HQ: 1 Infinite Loop, Cupertino, CA 95014", "1 Infinite Loop, Cupertino, CA 95014"),
+    ("address", "My address is 42 Wallaby Way, Sydney.", "42 Wallaby Way, Sydney"),  # a cue, no postcode
+    ("address", "We moved to 12 Oak Lane, Apt 3B last year.", "12 Oak Lane, Apt 3B"),
+    ("address", "我住在北京市朝阳区建国路88号。", "北京市朝阳区建国路88号"),
+    ("address", "地址：上海市长宁区长乐路123弄4号", "上海市长宁区长乐路123弄4号"),
+    ("address", "公司位于广东省深圳市南山区科苑路15号2栋301室，欢迎来访。", "广东省深圳市南山区科苑路15号2栋301室"),
 ]
 
 
@@ -73,6 +81,15 @@ NEGATIVE = [
     "we met at 10:30 on 2024-05-06; the total was 1,234,567.89",
     "Pay with card [CARD-1].",
     "The support phone number is 555-0100; call (212) 555-0143.",  # 555-0100 to -0199: reserved for examples
+    "sources: [ev-7a2882c20ba52604, ev-e963d16478162253]",  # a mobile-like digit run inside an evidence id
+    "[^1]: ev-4111111111111111#L3 and build 6b0f13812345678a",  # all-digit id passing Luhn; hex run
+    "In 2019 Oxford Street was closed for a week.",  # a year, no postcode, no cue
+    "Read chapter 3 Main Street Blues tonight.",  # a house number and a street type, nothing else
+    "Section 4 Data Drive explains the storage layer; see 5 Ocean Drive, Miami Vice.",  # no cue, no postcode
+    "He lives on 3rd Street.",  # no house number
+    "北京市朝阳区是个好地方。",  # a district, no road and number
+    "请看第88号文件和建国路。",  # a number, a road, no place
+    "路由器3号坏了，换成5号。",  # 路 not a road here
     "\"```python\\n@pytest.fixture\\ndef client():\\n    @app.route('/')\"",  # decorators in a citation's JSON quote
 ]
 
@@ -117,12 +134,19 @@ def test_mask_leaves_kinds_not_asked_for_and_allowed_values() -> None:
 def test_chinese_text_is_masked_in_place() -> None:
     text = "张伟的身份证号是11010519491231002X，手机13812345678，邮箱wang.fang@qq.com。"
     assert mask(text, set(KINDS)).text == "张伟的身份证号是[ID-1]，手机[PHONE-1]，邮箱[EMAIL-1]。"
+    home = "我住在北京市朝阳区建国路88号，公司在上海市浦东新区世纪大道100号；北京市朝阳区建国路88号有人。"
+    assert mask(home, {"address"}).text == "我住在[ADDR-1]，公司在[ADDR-2]；[ADDR-1]有人。"
+
+
+def test_an_address_is_one_value_however_spaced() -> None:
+    text = "Ship to 12 Oak Lane, Springfield, IL 62704; again: 12 Oak Lane Springfield, IL  62704."
+    assert mask(text, {"address"}).text == "Ship to [ADDR-1]; again: [ADDR-1]."
 
 
 def test_policy_defaults_and_validation() -> None:
     policy = Privacy()
     assert policy.kinds("mask") == {"national_id", "ssn", "card", "iban"}
-    assert policy.kinds("no-copy") == {"phone", "email", "ip", "dob"}
+    assert policy.kinds("no-copy") == {"phone", "email", "ip", "dob", "address"}
     assert set(KINDS) == set(TAGS) == policy.kinds("mask", "no-copy", "keep")
     config = parse_config("version: 1\nprivacy:\n  card: keep\n  phone: mask\n")
     assert config.privacy.card == "keep" and config.privacy.phone == "mask" and config.privacy.iban == "mask"
@@ -151,3 +175,11 @@ def test_prepare_messages_masks_a_conversation_line_by_line() -> None:
     messages = [Message("user", "我的银行卡是4111111111111111。"), Message("assistant", "Noted 4111111111111111.")]
     item = prepare_messages(messages, "s1", "user:wang")
     assert item.content == "user: 我的银行卡是[CARD-1]。\nassistant: Noted [CARD-1].\n"
+
+
+def test_mask_values_numbers_after_placeholders_and_never_rewrites_one() -> None:
+    text = "[PERSON-1] met Ana Souza and Ana; PERSON is a word; Ana Souza again."
+    redaction = mask_values(text, [("person", "Ana"), ("person", "Ana Souza"), ("person", "PERSON"), ("person", "Zoe")])
+    # the longer value first (so "Ana Souza" is one name), a value inside a placeholder left alone
+    assert redaction.text == "[PERSON-1] met [PERSON-2] and [PERSON-4]; [PERSON-3] is a word; [PERSON-2] again."
+    assert redaction.masked == {"person": 3}
