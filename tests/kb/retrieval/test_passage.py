@@ -99,3 +99,12 @@ def test_a_neighbour_the_query_may_not_see_or_a_forgetting_hides_is_left_out(ser
     finally:
         searcher.denied = Denied()
     assert hidden.chunks == ("knowledge/widgets#sessions~0",) and "ZebrafishMiddleware" not in hidden.text
+
+
+def test_chunk_hits_for_the_memory_context_stay_single_chunks(served: Repo) -> None:
+    searcher = open_searcher(served)
+    query = make_query(QUESTION, k=3)
+    hits = searcher.fuse_chunks(searcher.rank(query, "page", searcher.embed_query(query.text)), "page", 3)
+    first = hits[0]
+    assert first.chunk == "knowledge/widgets#sessions~0" and first.chunks == (first.chunk,)
+    assert first.text.startswith("To keep a signed") and CODE not in first.text
