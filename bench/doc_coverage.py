@@ -15,7 +15,8 @@ pages (their bodies without the citation lines, so that quotes do not count as k
   fewer than two words) or markup (an HTML tag, a directive);
 - pages per file (each evidence item should be cited by exactly one document page);
 - answerability (with ``--questions``): for each question, is the expected answer text inside
-  the passage of the first search result (hybrid search, pages only)?
+  the passage of the first search result (hybrid search, pages only; the passage is the hit's
+  ``text``: its chunk and neighbours in the section, ``retrieval.passage_tokens``)?
 
 The evidence is read with a small line scanner written for this benchmark, not with the
 Proposer's parser, so that what the parser misses is counted as missed. MyST and Sphinx

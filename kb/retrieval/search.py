@@ -5,7 +5,9 @@ scope, status and validity becomes a Whoosh ``filter=`` set of document numbers 
 ``IDSelectorBitmap``; nothing outside the principal's scopes is ever scored. Pages and evidence
 are separate namespaces. Page results are pages (each retriever's chunk list is collapsed to
 its best chunk per page, then ranks are fused); evidence results are chunks (an item and a line
-span). Ties are broken by id.
+span). Ties are broken by id. A page hit's passage is its best chunk widened by the chunks next
+to it in the same section, while they fit ``passage_tokens`` (a section split into 200-token
+chunks often has the sentence that matches in one chunk and the code it introduces in the next).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import math
 import os
 import pickle
 import zipfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +30,7 @@ from kb.retrieval.chunking import EVIDENCE, PAGE
 from kb.retrieval.embedder import Embedder, make_embedder
 from kb.retrieval.manifest import MANIFEST_FILE, Manifest, load_manifest
 from kb.scopes import SYSTEM, parse_principal
+from kb.tokens import count_tokens
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,6 +50,7 @@ FIELD_BOOSTS = {"title": 0.5, "headings": 0.5, "summary": 0.5, "body": 1.0}
 BM25_K1 = 1.2
 BM25_B = 0.75
 RRF_WEIGHTS = {"bm25": 1.0, "dense": 1.0}
+PASSAGE_TOKENS = 400  # retrieval.passage_tokens: about two chunks of the default 200 tokens
 _FAR_FUTURE = dt.date.max.toordinal()
 
 
@@ -70,6 +74,7 @@ class Hit:
     valid_from: str = ""
     valid_to: str = ""
     headings: tuple[str, ...] = ()  # the section path of the best chunk
+    chunks: tuple[str, ...] = ()  # the chunks ``text`` is made of, in order (``chunk`` among them)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,6 +190,8 @@ class Searcher:
         self.field_boosts = dict(FIELD_BOOSTS)
         self.bm25_b, self.bm25_k1 = BM25_B, BM25_K1
         self.embedder = embedder
+        self.passage_tokens = PASSAGE_TOKENS  # set from the config on every open_searcher
+        self._rows_by_id: dict[str, int] | None = None
         self.denied = Denied()  # what a pending `kb forget` hides; set on every open_searcher
         self.manifest: Manifest = load_manifest(folder / MANIFEST_FILE)
         try:
@@ -408,11 +415,68 @@ class Searcher:
         lists = self.rank(query, namespace, vector)
         group = self.page_of if namespace == PAGE else self.chunk_key
         if query.mode != "hybrid" or namespace != PAGE:
-            return self._fuse(lists, group, query.k, namespace)
-        # A folder's index page (a list of titles and L0s) is close to almost any query in the
-        # embedding space; in hybrid search it ranks only when its words match too.
-        hits = self._fuse(lists, group, query.k + INDEX_PAGE_ALLOWANCE, namespace)
-        return [h for h in hits if "bm25" in h.ranks or not _is_folder_index(h.path)][: query.k]
+            hits = self._fuse(lists, group, query.k, namespace)
+        else:
+            # A folder's index page (a list of titles and L0s) is close to almost any query in the
+            # embedding space; in hybrid search it ranks only when its words match too.
+            hits = self._fuse(lists, group, query.k + INDEX_PAGE_ALLOWANCE, namespace)
+            hits = [h for h in hits if "bm25" in h.ranks or not _is_folder_index(h.path)][: query.k]
+        if namespace != PAGE:
+            return hits  # evidence hits are chunks: several spans of one item may rank
+        allowed = self._filter(namespace, query).mask
+        return [self.widen(hit, allowed) for hit in hits]
+
+    def widen(self, hit: Hit, allowed: NDArray[np.bool_]) -> Hit:
+        """``hit`` with its passage widened: the chunks after and before its best chunk in the
+        same section of the same page (alternately, the next one first), while the joined text
+        stays within ``passage_tokens``. A neighbour must be a row ``allowed`` (the query's
+        filter: scope, status, validity, this version) and not hidden by a pending ``kb forget``;
+        the passage stops at the first one that is not. ``line_start``/``line_end`` then span
+        the passage and ``chunks`` lists its chunks."""
+        prefix, _, number = hit.chunk.rpartition("~")
+        rows = self._row_index()
+        row = rows.get(hit.chunk)
+        if not prefix or not number.isdigit() or row is None or self.passage_tokens <= 0:
+            return hit
+        doc = int(self.row_doc[row])
+        text = str(self.chunk_record(row)["body"])  # the best chunk's own text (``hit`` may be widened already)
+        pieces = {int(number): (row, text)}  # chunk number -> (row, body)
+        growing = [1, -1]  # the directions still open: the next chunk first, then the one before
+        while growing:
+            for step in list(growing):
+                n = max(pieces) + 1 if step > 0 else min(pieces) - 1
+                other = rows.get(f"{prefix}~{n}", -1) if n >= 0 else -1
+                body = self._neighbour_body(other, doc, allowed)
+                if body is None:
+                    growing.remove(step)
+                    continue
+                trial = pieces | {n: (other, body)}
+                wider = _join_passage([trial[i] for i in sorted(trial)], self)
+                if count_tokens(wider) > self.passage_tokens:  # a chunk is never cut: the passage stops
+                    growing.remove(step)
+                    continue
+                pieces, text = trial, wider
+        ordered = [pieces[i][0] for i in sorted(pieces)]
+        return replace(
+            hit,
+            text=text,
+            line_start=min(int(self.row_lines[r][0]) for r in ordered),
+            line_end=max(int(self.row_lines[r][1]) for r in ordered),
+            chunks=tuple(self.ids[r] for r in ordered),
+        )
+
+    def _neighbour_body(self, row: int, doc: int, allowed: NDArray[np.bool_]) -> str | None:
+        """The body of chunk ``row`` (-1: none) when it may join a passage of page ``doc``, else None."""
+        if row < 0 or not allowed[row] or int(self.row_doc[row]) != doc:
+            return None
+        body = str(self.chunk_record(row)["body"])
+        return None if self.denied and self.denied.hides_text(body) else body
+
+    def _row_index(self) -> dict[str, int]:
+        """Row of each chunk id in this version (built on first use)."""
+        if self._rows_by_id is None:
+            self._rows_by_id = {cid: row for row, cid in enumerate(self.ids) if self.live[row]}
+        return self._rows_by_id
 
     def page_of(self, row: int) -> str:
         return str(self.docs[int(self.row_doc[row])]["id"])
@@ -487,6 +551,7 @@ class Searcher:
                     valid_from=doc["valid_from"],
                     valid_to=doc["valid_to"],
                     headings=tuple(record.get("headings") or ()),
+                    chunks=(record["id"],),
                 )
             )
         return hits
@@ -502,6 +567,29 @@ class Searcher:
     def chunk_record(self, row: int) -> dict[str, Any]:
         part = len(self._parts) - 1 if row >= self._row_start[-2] else 0
         return self._parts[part].record(row - int(self._row_start[part]))
+
+
+def _join_passage(pieces: list[tuple[int, str]], searcher: Searcher) -> str:
+    """Consecutive chunks of one section as one text. Two pieces of one split block share up to
+    ``chunk_overlap`` tokens (their line spans meet): the repeated start of the later one is
+    dropped; otherwise chunks are blocks apart, joined by a blank line."""
+    text = pieces[0][1]
+    for (before, _), (row, body) in zip(pieces, pieces[1:], strict=False):
+        if int(searcher.row_lines[row][0]) <= int(searcher.row_lines[before][1]):
+            shared = _shared_length(text, body)
+            text += body[shared:] if shared else "\n" + body
+        else:
+            text += "\n\n" + body
+    return text
+
+
+def _shared_length(text: str, body: str) -> int:
+    """The length of the longest start of ``body`` that ``text`` ends with and that ends at a
+    word boundary of ``body`` (0 when none does)."""
+    for size in range(min(len(text), len(body)), 0, -1):
+        if (size == len(body) or body[size].isspace()) and text.endswith(body[:size]):
+            return size
+    return 0
 
 
 class _Part:
@@ -579,6 +667,7 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
         folder = index_at(repo, commit, progress)[0]
         searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
     searcher.denied = load_denied(repo)
+    searcher.passage_tokens = r.passage_tokens
     expected = searcher.embedder.identity if searcher.embedder is not None else r.embedder
     if searcher.manifest.embedder != expected:
         raise IndexMissingError(
