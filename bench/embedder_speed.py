@@ -278,7 +278,7 @@ def speed(data: Path, n: int, docs_folder: Path | None) -> dict[str, object]:
     return report
 
 
-def quality(data: Path, full_build: list[str]) -> dict[str, object]:
+def quality(data: Path, subsets: bool, full_build: list[str]) -> dict[str, object]:
     """Each engine as the embedder of ``kb eval retrieval``'s evaluation, on the BEIR subsets
     (and on the whole SciFact corpus for the engines in ``full_build``)."""
     from beir_subset import subset  # bench/ is on sys.path when this runs as a script
@@ -295,7 +295,7 @@ def quality(data: Path, full_build: list[str]) -> dict[str, object]:
     classes = engines()
     with tempfile.TemporaryDirectory(prefix="kb-embed-quality-") as tmp:
         runs: list[tuple[str, Path, Path, tuple[int, ...], list[str]]] = []
-        for name, (folder, docs, ks) in sets.items():
+        for name, (folder, docs, ks) in sets.items() if subsets else ():
             corpus = Path(tmp) / f"{name}.jsonl"
             kept, _, _ = subset(folder, docs)
             corpus.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
@@ -450,7 +450,7 @@ def main() -> None:
     if args.memory_chunks:
         report["memory"] = memory(args.data, args.memory_chunks)
     if args.quality or args.full_build:
-        report["quality"] = quality(args.data, [e for e in args.full_build.split(",") if e])
+        report["quality"] = quality(args.data, args.quality, [e for e in args.full_build.split(",") if e])
     if not args.skip_cache:
         report["cache"] = cache_counts(args.data / "locomo" / "locomo-dev.json")
     report["load_after"] = [round(x, 2) for x in os.getloadavg()]
