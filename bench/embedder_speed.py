@@ -23,7 +23,7 @@ query/key/value/output and feed-forward products, 2*T*(4*H*H + 2*H*FF) each, plu
 here on 1 thread and on 2 threads (two Python threads, one BLAS thread each, as the embedder
 runs), per wall second and per CPU second.
 
-Quality (``--quality``): ``kb eval retrieval``'s evaluation (the product's chunker, BM25, fusion)
+Quality (``--quality package,numpy,minilm``): ``kb eval retrieval``'s evaluation (the product's chunker, BM25, fusion)
 with each engine as the embedder, on the subsets ``bench/beir_subset.py`` makes (SciFact 600
 documents, CMRC 2018 300), nDCG@10 / recall@10 (SciFact) and recall@5 / MRR@10 (CMRC) for dense
 and hybrid, and the build time of each index. ``--full-build`` also indexes the whole SciFact
@@ -278,7 +278,7 @@ def speed(data: Path, n: int, docs_folder: Path | None) -> dict[str, object]:
     return report
 
 
-def quality(data: Path, subsets: bool, full_build: list[str]) -> dict[str, object]:
+def quality(data: Path, subset_engines: list[str], full_build: list[str]) -> dict[str, object]:
     """Each engine as the embedder of ``kb eval retrieval``'s evaluation, on the BEIR subsets
     (and on the whole SciFact corpus for the engines in ``full_build``)."""
     from beir_subset import subset  # bench/ is on sys.path when this runs as a script
@@ -295,11 +295,11 @@ def quality(data: Path, subsets: bool, full_build: list[str]) -> dict[str, objec
     classes = engines()
     with tempfile.TemporaryDirectory(prefix="kb-embed-quality-") as tmp:
         runs: list[tuple[str, Path, Path, tuple[int, ...], list[str]]] = []
-        for name, (folder, docs, ks) in sets.items() if subsets else ():
+        for name, (folder, docs, ks) in sets.items() if subset_engines else ():
             corpus = Path(tmp) / f"{name}.jsonl"
             kept, _, _ = subset(folder, docs)
             corpus.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-            runs.append((name, folder, corpus, ks, list(classes)))
+            runs.append((name, folder, corpus, ks, [e for e in classes if e in subset_engines]))
         if full_build:
             runs.append(
                 ("scifact-full", data / "scifact", data / "scifact" / "corpus.jsonl", (10,), [e for e in classes if e in full_build])
@@ -433,7 +433,7 @@ def main() -> None:
     parser.add_argument("--docs", type=Path, help="a documentation folder (its Markdown files); default: litellm's")
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-cache", action="store_true")
-    parser.add_argument("--quality", action="store_true", help="SciFact and CMRC subsets, every engine")
+    parser.add_argument("--quality", default="", help="comma list of engines evaluated on the SciFact and CMRC subsets")
     parser.add_argument("--full-build", default="", help="comma list of engines that also index the whole SciFact corpus")
     parser.add_argument("--memory-chunks", type=int, default=0, help="peak memory of each engine embedding this many chunks")
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)  # the child process of the memory step
@@ -447,10 +447,12 @@ def main() -> None:
     }
     if not args.skip_speed:
         report["speed"] = speed(args.data, args.chunks, args.docs)
+        print(json.dumps({"speed": report["speed"]}), file=sys.stderr, flush=True)  # kept if a later step is stopped
     if args.memory_chunks:
         report["memory"] = memory(args.data, args.memory_chunks)
+        print(json.dumps({"memory": report["memory"]}), file=sys.stderr, flush=True)
     if args.quality or args.full_build:
-        report["quality"] = quality(args.data, args.quality, [e for e in args.full_build.split(",") if e])
+        report["quality"] = quality(args.data, [e for e in args.quality.split(",") if e], [e for e in args.full_build.split(",") if e])
     if not args.skip_cache:
         report["cache"] = cache_counts(args.data / "locomo" / "locomo-dev.json")
     report["load_after"] = [round(x, 2) for x in os.getloadavg()]
