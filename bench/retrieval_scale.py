@@ -9,13 +9,15 @@ Steps (each also runs alone): ``generate`` writes a repository with N pages in o
 shared, 20% spread over 50 users), each page one SciFact abstract (``../shared/data``) cut into
 five sections of its sentences, so chunks are real passages as the product chunks them (the
 5,183 abstracts repeat past that many pages, with distinct titles); without the data, made-up
-words from a Zipfian vocabulary. ``build`` runs a full build and reports the share of time
+words from a Zipfian vocabulary. The queries are real questions: SciFact's claims
+(``queries.jsonl``, shuffled), which ask about these abstracts; only without the data, words
+sampled from the generated sections. ``build`` runs a full build and reports the share of time
 spent embedding; ``throughput`` embeds a sample of the same chunk texts with the embedder alone
 (its rate, and the embedding time it projects for all chunks); ``incremental`` edits one
 section of one page, commits and times the incremental build, ``--runs`` times (``--profile``
 writes cProfile stats of the last); ``query`` loads the index in a fresh process and runs Q
 hybrid queries (query embedding included), reporting load time, p50/p95 and resident memory.
-``--embedder hash`` replaces the model by a hash of the text in ``build`` and ``incremental``:
+``--model minilm-en`` makes ``generate`` configure that embedder in the repository. ``--embedder hash`` replaces the model by a hash of the text in ``build`` and ``incremental``:
 they then measure index maintenance alone (``query`` is skipped: the index does not match the
 configured model).
 """
@@ -102,6 +104,12 @@ def _scifact_docs() -> list[tuple[str, list[str]]]:
     return docs
 
 
+def _scifact_queries() -> list[str]:
+    """SciFact's claims, the questions its abstracts are judged against."""
+    with open(SCIFACT.with_name("queries.jsonl"), encoding="utf-8") as handle:
+        return [json.loads(line)["text"] for line in handle if line.strip()]
+
+
 def _real_page(doc: tuple[str, list[str]], n: int, path: str, scope: str, rng: random.Random) -> tuple[str, list[str]]:
     """One page from one abstract: five sections of its sentences, headed by their first words."""
     title, sentences = doc
@@ -121,7 +129,8 @@ def _real_page(doc: tuple[str, list[str]], n: int, path: str, scope: str, rng: r
     return meta + "\n".join(body), queries
 
 
-def generate(root: Path, pages: int, seed: int = 7) -> dict:
+def generate(root: Path, pages: int, seed: int = 7, model: str = "") -> dict:
+    from kb.config import CONFIG_FILE
     from kb.scaffold import init_repository
 
     rng = random.Random(seed)
@@ -129,6 +138,10 @@ def generate(root: Path, pages: int, seed: int = 7) -> dict:
     text = None if real else _Text(rng)
     repo = init_repository(root)
     changes: dict[str, bytes | None] = {}
+    if model:  # the repository's configured embedder (build, throughput and query use it)
+        config = (root / CONFIG_FILE).read_text(encoding="utf-8")
+        changes[CONFIG_FILE] = re.sub(r"(?m)^  embedder: \S+", f"  embedder: {model}", config).encode()
+        (root / CONFIG_FILE).write_bytes(changes[CONFIG_FILE] or b"")
     queries: list[str] = []
     for n in range(pages):
         if n % 5 == 4:
@@ -143,6 +156,8 @@ def generate(root: Path, pages: int, seed: int = 7) -> dict:
         changes[path] = page.encode()
         if scope == "system" and qs:
             queries.append(rng.choice(qs))
+    if real:
+        queries = _scifact_queries()
     t0 = time.perf_counter()
     repo.commit_changes(changes, f"bench: {pages} generated pages\n")
     rng.shuffle(queries)
@@ -151,6 +166,7 @@ def generate(root: Path, pages: int, seed: int = 7) -> dict:
         "pages": pages,
         "commit_seconds": round(time.perf_counter() - t0, 2),
         "text": "scifact abstracts" if real else "zipf made-up words (no SciFact data found)",
+        "queries": "scifact claims (queries.jsonl)" if real else "words sampled from the generated sections",
     }
 
 
@@ -333,6 +349,7 @@ def main() -> None:
     parser.add_argument(
         "--embedder", choices=["model", "hash"], default="model", help="hash: a deterministic stand-in, for build and incremental timing"
     )
+    parser.add_argument("--model", default="", help="generate: the repository's retrieval.embedder (default: kb's default)")
     parser.add_argument("--runs", type=int, default=3, help="incremental builds, each after a one-section edit")
     parser.add_argument("--profile", type=Path, help="cProfile stats of the last incremental build")
     args = parser.parse_args()
@@ -342,7 +359,7 @@ def main() -> None:
     for step in steps:
         print(f"{step} ...", file=sys.stderr, flush=True)
         if step == "generate":
-            report["generate"] = generate(root, args.pages)
+            report["generate"] = generate(root, args.pages, model=args.model)
         elif step == "build":
             report["build"] = build(root, args.embedder)
         elif step == "throughput":

