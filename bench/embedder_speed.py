@@ -427,6 +427,50 @@ def cache_counts(locomo: Path) -> dict[str, object]:
     }
 
 
+def locomo_build(locomo: Path, engine_names: list[str]) -> dict[str, object]:
+    """The LoCoMo dev ingest (every conversation, once per speaker, with the offline agents)
+    indexed by each engine: one repository is ingested, then copied per engine so that each
+    builds its index from an empty embedding cache (``.kb`` removed); the build is the one
+    ``kb index build`` runs."""
+    import shutil
+
+    from kb.repo import Repo
+    from kb.retrieval.build import build_index
+    from pipeline.eval.memory import eval_repository, slug
+    from pipeline.memory import ingest
+
+    samples = json.loads(locomo.read_text(encoding="utf-8"))
+    out: dict[str, object] = {}
+    classes = engines()
+    with tempfile.TemporaryDirectory(prefix="kb-embed-locomo-") as tmp:
+        repo = eval_repository(Path(tmp) / "locomo", None)
+        wall = time.perf_counter()
+        for sample in samples:
+            conv = sample["conversation"]
+            for speaker in (conv["speaker_a"], conv["speaker_b"]):
+                user = slug(f"{sample.get('sample_id', 'conv')}-{speaker}")
+                ingest(repo, user, [locomo], sample=str(sample.get("sample_id")), speaker=speaker, build_index=False)
+        out["ingest_seconds"] = round(time.perf_counter() - wall, 1)
+        for engine_name in [e for e in classes if e in engine_names]:
+            copy = Path(tmp) / f"copy-{engine_name}"
+            shutil.copytree(repo.root, copy, symlinks=True)
+            shutil.rmtree(copy / ".kb" / "index", ignore_errors=True)
+            shutil.rmtree(copy / ".kb" / "cache", ignore_errors=True)
+            engine = classes[engine_name](2)
+            embedder = engine if isinstance(engine, PackageEngine) else engine.embedder
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = build_index(Repo(root=copy), embedder=embedder, full=True)  # type: ignore[arg-type]
+            out[engine_name] = {
+                "chunks": result.chunks,
+                "embedded": result.embedded,
+                "build_seconds": round(time.perf_counter() - wall, 1),
+                "cpu_seconds": round(time.process_time() - cpu, 1),
+                "load": [round(x, 2) for x in os.getloadavg()],
+            }
+            print(f"locomo build {engine_name}: {json.dumps(out[engine_name])}", file=sys.stderr, flush=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data", help="folder with scifact/ and locomo/")
@@ -436,6 +480,7 @@ def main() -> None:
     parser.add_argument("--skip-cache", action="store_true")
     parser.add_argument("--quality", default="", help="comma list of engines evaluated on the SciFact and CMRC subsets")
     parser.add_argument("--full-build", default="", help="comma list of engines that also index the whole SciFact corpus")
+    parser.add_argument("--locomo-build", default="", help="comma list of engines that index the whole LoCoMo dev ingest")
     parser.add_argument("--memory-chunks", type=int, default=0, help="peak memory of each engine embedding this many chunks")
     parser.add_argument("--memory-of", help=argparse.SUPPRESS)  # the child process of the memory step
     args = parser.parse_args()
@@ -454,6 +499,8 @@ def main() -> None:
         print(json.dumps({"memory": report["memory"]}), file=sys.stderr, flush=True)
     if args.quality or args.full_build:
         report["quality"] = quality(args.data, [e for e in args.quality.split(",") if e], [e for e in args.full_build.split(",") if e])
+    if args.locomo_build:
+        report["locomo_build"] = locomo_build(args.data / "locomo" / "locomo-dev.json", [e for e in args.locomo_build.split(",") if e])
     if not args.skip_cache:
         report["cache"] = cache_counts(args.data / "locomo" / "locomo-dev.json")
     report["load_after"] = [round(x, 2) for x in os.getloadavg()]
