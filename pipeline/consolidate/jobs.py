@@ -452,7 +452,7 @@ def regenerate_index(texts: Texts, folder: str) -> JobResult:
     right are kept as written, others rewritten, missing ones added, extra ones removed."""
     result = JobResult()
     index_path = f"{folder}/index.md"
-    children = {page_id_for_path(p): texts.page(p) for p in texts.view.children(folder)}
+    children = {page_id_for_path(p): texts.page(p) for p in texts.children(folder)}
     index = texts.page(index_path)
     if index is None:
         return result
