@@ -202,6 +202,9 @@ def _split(
         meta["facts"] = [f for f in facts if str(f.get("label") or "") in left]
         if not meta["facts"]:
             del meta["facts"]
+    l0 = f"{page.title}, in parts: {', '.join(title for title, *_ in parts)}."
+    if not _l0_faults(Page(path, meta | {"summary": l0}, body, 0)):  # the old L0 may name what moved
+        meta["summary"] = l0
     result.changes[path] = render_page(meta, body)
     result.pages[path] = "changed"
     result.found.append(

@@ -78,7 +78,7 @@ def test_an_oversized_page_is_split_by_its_sections_with_citations_verbatim(tmp_
     assert cite("1", ev, 1) in result.changes[hours] and cite("2", ev, 2) in result.changes[hours]
     assert cite("4", ev, 4) in result.changes[repairs] and "### Prices" in result.changes[repairs]
     parent = parse_page(result.changes[f"{F}/shop.md"], f"{F}/shop.md")
-    assert parent.structure.claims == [] and "[^1]:" not in parent.body
+    assert parent.structure.claims == [] and "[^1]:" not in parent.body and parent.summary == "Shop, in parts: Hours, Repairs."
     assert f"- [[{F}/shop-hours]]: The shop opens at 9am." in parent.overview() and "About the shop." in parent.overview()
     assert "(#hours)" not in parent.body and f"[[{F}/index]]" in parent.body  # the outline to moved sections is gone, Related kept
     assert f"[[{F}/shop-repairs#prices]]" in result.changes[f"{F}/visit.md"] and f"[[{F}/shop-hours]]" in result.changes[f"{F}/visit.md"]
