@@ -41,8 +41,8 @@ from pipeline.consolidate.jobs import (
 )
 from pipeline.consolidate.model import ModelJobs, model_jobs_for
 from pipeline.consolidate.proposer import CONSOLIDATION_PROPOSER, ConsolidationProposer
-from pipeline.consolidate.structure import merge_tiny, rewrite_l1, split_oversized
 from pipeline.consolidate.record import RECORD_DIR, REPLAY_FILE, Cycle, all_cycles, commit_record, coverage, current_cycle
+from pipeline.consolidate.structure import merge_tiny, rewrite_l1, split_oversized
 from pipeline.consolidate.view import CommitView, Texts, folder_of, root_of, span_key
 from pipeline.forge.base import Forge
 from pipeline.merge import merge_branch, merged_as
@@ -149,7 +149,8 @@ def run_jobs(
             run("dedupe", dedupe)
             tiny = merge_tiny(texts, paths, config.tiny_claims, today)
             run("tiny pages", tiny)
-            summaries = rewrite_l0(texts, sorted(set(dedupe.changes) | set(tiny.changes)), model=model)  # an L0 may name what was merged away
+            changed = sorted(set(dedupe.changes) | set(tiny.changes))
+            summaries = rewrite_l0(texts, changed, model=model)  # an L0 may name what was merged away
             run("summaries", summaries)
             for folder in sorted({folder_of(p) for p in set(summaries.changes) | set(tiny.changes)}):
                 if f"{folder}/index.md" in view.files and f"{folder}/index.md" not in frozen:

@@ -13,7 +13,7 @@ from typing import Any
 
 from agents.offline.documents import REMOVED, _outline, _outline_entries, _sections
 from kb.markdown import FOOTDEF_RE, FOOTREF_RE
-from kb.page import Page, page_id_for_path, render_page
+from kb.page import Page, page_id_for_path, parse_page, render_page
 from kb.scopes import scope_for_path
 from kb.tokens import count_tokens
 from pipeline.consolidate.jobs import (
@@ -71,7 +71,7 @@ def built_l0(path: str, meta: dict[str, Any], body: str, max_words: int = 40) ->
     within ``max_words``, the first the checks find nothing unstated in; else the title."""
     page = Page(path, dict(meta) | {"summary": meta.get("title", "")}, body, 0)
     claims = [_strip_refs(c.text) for c in page.structure.claims if _section_of_line(page, c.line) not in ("History", OVERVIEW)]
-    for words in ([f"{meta['title']}: {claims[0]}".split(), claims[0].split()] if claims else []):
+    for words in [f"{meta['title']}: {claims[0]}".split(), claims[0].split()] if claims else []:
         candidate = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
         if not _l0_faults(Page(path, dict(meta) | {"summary": candidate}, body, 0)):
             return candidate
@@ -116,11 +116,65 @@ def split_oversized(texts: Texts, paths: Iterable[str], max_tokens: int) -> JobR
         parts = [s for s in sections if s[0] not in KEPT_SECTIONS]
         if len(parts) < 2:
             result.found.append(
-                Found("oversized", path, f"{tokens} tokens (budget {max_tokens}) in {len(parts)} section(s) of its own: left for a person", False)
+                Found(
+                    "oversized",
+                    path,
+                    f"{tokens} tokens (budget {max_tokens}) in {len(parts)} section(s) of its own: left for a person",
+                    False,
+                )
             )
             continue
         _split(texts, page, tokens, max_tokens, sections, parts, taken, result)
     return result
+
+
+def _child(page: Page, child_path: str, title: str, content: list[str]) -> tuple[str, list[str]]:
+    """The text of the child page holding ``content`` (a section of ``page``), and its labels."""
+    defs = _defs(page)
+    labels = _labels(content)
+    child_defs = [defs[label] for label in labels if label in defs]
+    child_title = f"{page.title}: {title}"
+    body = "\n".join([f"# {child_title}", "", *content, "", *child_defs]) + "\n"
+    body = _add_related(body, f"- Part of [[{page_id_for_path(page.path)}]].")
+    meta: dict[str, Any] = {
+        "id": page_id_for_path(child_path),
+        "type": page.meta.get("type", "fact"),
+        "title": child_title,
+        "summary": "",
+        "scope": page.meta.get("scope", scope_for_path(page.path)),
+        "status": "active",
+    }
+    meta |= {key: page.meta[key] for key in ("valid_from", "valid_to") if page.meta.get(key)}
+    meta["sources"] = _sources(child_defs)
+    own_facts = [f for f in page.meta.get("facts") or [] if isinstance(f, dict) and str(f.get("label") or "") in labels]
+    if own_facts:
+        meta["facts"] = own_facts
+    meta["summary"] = built_l0(child_path, meta, body)
+    return render_page(meta, body), labels
+
+
+def _parent_body(page: Page, sections: list[tuple[str, str, int, int]], moved_rows: set[int], listing: list[str]) -> tuple[str, list[str]]:
+    """``page`` without its moved rows, its Overview listing the parts (its outline of moved
+    sections dropped), with the citations still used; and those labels."""
+    rows = page.body.splitlines()
+    kept = [r for i, r in enumerate(rows) if i not in moved_rows and not FOOTDEF_RE.match(r)]
+    overview = next((s for s in sections if s[0] == OVERVIEW), None)
+    if overview is not None:
+        old = [r for r in rows[overview[2] + 1 : overview[3]] if not _OUTLINE_ROW.match(r) and r.strip() != _OUTLINE_LEAD]
+        while old and not old[-1].strip():
+            old.pop()
+        at = kept.index(rows[overview[2]])
+        kept[at : at + (overview[3] - overview[2])] = [f"## {OVERVIEW}", *old, *([""] if any(r.strip() for r in old) else []), *listing, ""]
+    else:
+        heading = next((i for i, r in enumerate(kept) if r.startswith("# ")), -1)
+        kept[heading + 1 : heading + 1] = ["", f"## {OVERVIEW}", "", *listing, ""]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    left = _labels(kept)
+    defs = _defs(page)
+    parent_defs = [defs[label] for label in left if label in defs]
+    body = "\n".join(kept) + "\n" + ("\n" + "\n".join(parent_defs) + "\n" if parent_defs else "")
+    return re.sub(r"\n{3,}", "\n\n", body), left
 
 
 def _split(
@@ -135,8 +189,6 @@ def _split(
 ) -> None:
     path, parent_id = page.path, page_id_for_path(page.path)
     rows = page.body.splitlines()
-    defs = _defs(page)
-    facts = [f for f in page.meta.get("facts") or [] if isinstance(f, dict)]
     moved_anchor: dict[str, str] = {}  # anchor on the parent -> child id (with its own anchor when a subsection)
     children: list[tuple[str, str]] = []  # (child id, its L0)
     moved_rows: set[int] = set()
@@ -146,70 +198,29 @@ def _split(
         content = rows[start:end]
         while content and not content[-1].strip():
             content.pop()
-        labels = _labels(content)
-        child_defs = [defs[label] for label in labels if label in defs]
-        child_title = f"{page.title}: {title}"
-        body = "\n".join([f"# {child_title}", "", *content, "", *child_defs]) + "\n"
-        body = _add_related(body, f"- Part of [[{parent_id}]].")
-        meta: dict[str, Any] = {
-            "id": child_id,
-            "type": page.meta.get("type", "fact"),
-            "title": child_title,
-            "summary": "",
-            "scope": page.meta.get("scope", scope_for_path(path)),
-            "status": "active",
-        }
-        for key in ("valid_from", "valid_to"):
-            if page.meta.get(key):
-                meta[key] = page.meta[key]
-        meta["sources"] = _sources(child_defs)
-        own_facts = [f for f in facts if str(f.get("label") or "") in labels]
-        if own_facts:
-            meta["facts"] = own_facts
-        meta["summary"] = built_l0(child_path, meta, body)
-        result.changes[child_path] = render_page(meta, body)
-        children.append((child_id, meta["summary"]))
+        result.changes[child_path], labels = _child(page, child_path, title, content)
+        children.append((child_id, str(parse_page(result.changes[child_path], child_path).summary)))
         moved_rows.update(range(start, end))
         for section in page.structure.sections:
-            row = section.line - page.header_lines - 1
-            if start <= row < end:
+            if start <= section.line - page.header_lines - 1 < end:
                 moved_anchor[section.anchor] = child_id if section.anchor == anchor else f"{child_id}#{section.anchor}"
         for label in labels:
             result.claims[claim_key(path, label)] = ("changed", f"moved with its citation to {child_id} (page split)")
-    kept = [r for i, r in enumerate(rows) if i not in moved_rows and not FOOTDEF_RE.match(r)]
     listing = ["This page was split into parts (it was over the page budget):", "", *(f"- [[{c}]]: {l0}" for c, l0 in children)]
-    overview = next((s for s in sections if s[0] == OVERVIEW), None)
-    if overview is not None:
-        old = [r for r in rows[overview[2] + 1 : overview[3]] if not _OUTLINE_ROW.match(r) and r.strip() != _OUTLINE_LEAD]
-        while old and not old[-1].strip():
-            old.pop()
-        new_overview = [f"## {OVERVIEW}", *old, *([""] if any(r.strip() for r in old) else []), *listing, ""]
-        at = kept.index(rows[overview[2]])
-        kept[at : at + (overview[3] - overview[2])] = new_overview
-    else:
-        heading = next((i for i, r in enumerate(kept) if r.startswith("# ")), -1)
-        kept[heading + 1 : heading + 1] = ["", f"## {OVERVIEW}", "", *listing, ""]
-    while kept and not kept[-1].strip():
-        kept.pop()
-    left = _labels(kept)
-    parent_defs = [defs[label] for label in left if label in defs]
-    body = "\n".join(kept) + "\n" + ("\n" + "\n".join(parent_defs) + "\n" if parent_defs else "")
-    body = re.sub(r"\n{3,}", "\n\n", body)
+    body, left = _parent_body(page, sections, moved_rows, listing)
     meta = dict(page.meta)
     if "sources" in meta:
-        meta["sources"] = _sources(parent_defs)
+        meta["sources"] = _sources(line for line in body.splitlines() if FOOTDEF_RE.match(line))
+    facts = [f for f in page.meta.get("facts") or [] if isinstance(f, dict) and str(f.get("label") or "") in left]
+    meta.pop("facts", None)
     if facts:
-        meta["facts"] = [f for f in facts if str(f.get("label") or "") in left]
-        if not meta["facts"]:
-            del meta["facts"]
+        meta["facts"] = facts
     l0 = f"{page.title}, in parts: {', '.join(title for title, *_ in parts)}."
     if not _l0_faults(Page(path, meta | {"summary": l0}, body, 0)):  # the old L0 may name what moved
         meta["summary"] = l0
     result.changes[path] = render_page(meta, body)
     result.pages[path] = "changed"
-    result.found.append(
-        Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): split into {', '.join(c for c, _ in children)}")
-    )
+    result.found.append(Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): split into {', '.join(c for c, _ in children)}"))
     _retarget_links(texts, root_of(path), parent_id, moved_anchor, result)
 
 
@@ -245,9 +256,7 @@ def subject_words(page: Page) -> frozenset[str]:
 
 def _own_claims(page: Page) -> list[Any]:
     """Cited claims in the page's current sections (not Overview, History or Related)."""
-    return [
-        c for c in page.structure.claims if c.labels and _section_of_line(page, c.line) not in (OVERVIEW, "History", "Related")
-    ]
+    return [c for c in page.structure.claims if c.labels and _section_of_line(page, c.line) not in (OVERVIEW, "History", "Related")]
 
 
 def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str) -> JobResult:
@@ -289,7 +298,9 @@ def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str) 
         if len(siblings) != 1:
             if len(siblings) > 1:
                 names = ", ".join(s.path for s in siblings)
-                result.found.append(Found("tiny", path, f"{len(claims)} claim(s); several siblings on its subject ({names}): not merged", False))
+                result.found.append(
+                    Found("tiny", path, f"{len(claims)} claim(s); several siblings on its subject ({names}): not merged", False)
+                )
             continue
         target = siblings[0]
         bodies.setdefault(target.path, target.body)
@@ -337,9 +348,7 @@ def _merge_into(
         new_defs.append(f"[^{new}]:" + defs[label].split(":", 1)[1])  # the citation as written, relabelled
     moved = [FOOTREF_RE.sub(lambda m: f"[^{relabel.get(m.group(1), m.group(1))}]", r) for r in lines]
     body_rows = body.splitlines()
-    at = next(
-        (i for i, r in enumerate(body_rows) if r.strip() in ("## History", "## Related") or FOOTDEF_RE.match(r)), len(body_rows)
-    )
+    at = next((i for i, r in enumerate(body_rows) if r.strip() in ("## History", "## Related") or FOOTDEF_RE.match(r)), len(body_rows))
     while at > 0 and not body_rows[at - 1].strip():
         at -= 1
     body_rows[at:at] = ["", f"## {page.title}", "", *moved, ""]
@@ -348,13 +357,20 @@ def _merge_into(
     meta = metas[target]
     if "sources" in meta or new_defs:
         meta["sources"] = sorted(set(meta.get("sources") or []) | set(_sources(new_defs)))
-    facts = [dict(f) | {"label": relabel[str(f.get("label"))]} for f in page.meta.get("facts") or [] if isinstance(f, dict) and str(f.get("label")) in relabel]
+    facts = [
+        dict(f) | {"label": relabel[str(f.get("label"))]}
+        for f in page.meta.get("facts") or []
+        if isinstance(f, dict) and str(f.get("label")) in relabel
+    ]
     if facts:
         meta["facts"] = [*(meta.get("facts") or []), *facts]
     meta["supersedes"] = sorted(set(meta.get("supersedes") or []) | {page_id_for_path(page.path)})
     for claim in claims:
         for label in claim.labels:
-            result.claims[claim_key(page.path, label)] = ("merged", f"merged with its citation into {page_id_for_path(target)} [^{relabel.get(label, label)}]")
+            result.claims[claim_key(page.path, label)] = (
+                "merged",
+                f"merged with its citation into {page_id_for_path(target)} [^{relabel.get(label, label)}]",
+            )
 
 
 def _retarget_page_links(texts: Texts, root: str, old: str, new: str, skip: set[str], result: JobResult) -> None:
@@ -407,7 +423,9 @@ def rewrite_l1(texts: Texts, paths: Iterable[str]) -> JobResult:
         first = outline_rows[0]
         rows = [r for i, r in enumerate(rows) if i not in set(outline_rows[1:])]
         rows[first : first + 1] = new or ["(no sections)"]
-        what = "; ".join(x for x in (f"named gone section(s) {', '.join(gone)}" if gone else "", f"missed {', '.join(missing)}" if missing else "") if x)
+        what = "; ".join(
+            x for x in (f"named gone section(s) {', '.join(gone)}" if gone else "", f"missed {', '.join(missing)}" if missing else "") if x
+        )
         result.changes[path] = _set_page(page, body="\n".join(rows) + "\n")
         result.pages[path] = "changed"
         result.found.append(Found("l1", path, f"the Overview's outline {what}; rebuilt from the sections"))

@@ -125,7 +125,9 @@ def seed(root: Path, replay: str | None = REPLAY) -> tuple[Repo, str]:
     files[shipping] = page_for(shipping, "Shipping", "Orders ship within two business days.", "\n".join(rows + defs) + "\n", sources=[ev])
     summaries[f"{FOLDER}/shipping"] = "Orders ship within two business days."
     students = f"{FOLDER}/pricing-students.md"
-    files[students] = page_for(students, "Pricing for students", "A student discount.", body("Pricing for students", [LINES[20]], ev), sources=[ev])
+    files[students] = page_for(
+        students, "Pricing for students", "A student discount.", body("Pricing for students", [LINES[20]], ev), sources=[ev]
+    )
     summaries[f"{FOLDER}/pricing-students"] = "A student discount."
     warranty = f"{FOLDER}/warranty.md"
     outline = "## Overview\n\nWhat the warranty covers.\n\nSections of this page:\n\n- [Coverage](#coverage)\n- [Claims](#claims)\n\n"

@@ -67,7 +67,9 @@ def test_one_cycle_finds_and_fixes_each_seeded_defect_through_reviewed_merges(tm
     parts = [f"{FOLDER}/shipping-{p}" for p in ("delivery", "returns", "customs")]
     assert all(f"[[{p}]]" in page(repo, "shipping").overview() for p in parts) and page(repo, "shipping").structure.claims == []
     delivery = (repo.root / FOLDER / "shipping-delivery.md").read_text()
-    assert f'[^1]: {ev}#L13 "Orders ship within two business days"' in delivery and "- Orders ship within two business days.[^1]" in delivery
+    assert (
+        f'[^1]: {ev}#L13 "Orders ship within two business days"' in delivery and "- Orders ship within two business days.[^1]" in delivery
+    )
     assert all(f"[[{p}]]" in (repo.root / FOLDER / "index.md").read_text() for p in parts)
     # tiny: pricing-students merged into pricing under its own title, deprecated with its successor
     students = page(repo, "pricing-students")

@@ -72,7 +72,9 @@ def test_an_oversized_page_is_split_by_its_sections_with_citations_verbatim(tmp_
     assert sorted(result.changes) == [f"{F}/shop-hours.md", f"{F}/shop-repairs.md", f"{F}/shop.md", f"{F}/visit.md"]
     child = parse_page(result.changes[hours], hours)
     assert child.meta["id"] == f"{F}/shop-hours" and child.meta["type"] == "fact" and child.status == "active"
-    assert child.title == "Shop: Hours" and child.summary == "The shop opens at 9am."  # as rewrite_l0 builds it (the title form names "Hours", unstated)
+    assert (
+        child.title == "Shop: Hours" and child.summary == "The shop opens at 9am."
+    )  # as rewrite_l0 builds it (the title form names "Hours", unstated)
     assert child.meta["sources"] == [ev] and child.meta["scope"] == "system"
     # each claim and its citation line as written on the parent
     assert cite("1", ev, 1) in result.changes[hours] and cite("2", ev, 2) in result.changes[hours]
@@ -88,7 +90,9 @@ def test_an_oversized_page_is_split_by_its_sections_with_citations_verbatim(tmp_
 
 def test_a_page_within_budget_or_with_one_section_is_not_split(tmp_path: Path) -> None:
     repo, ev = evidence(tmp_path / "kb")
-    one = page_for(f"{F}/one.md", "One", "The shop opens at 9am.", "# One\n\n## Hours\n\n- The shop opens at 9am.[^1]\n\n" + cite("1", ev, 1) + "\n")
+    one = page_for(
+        f"{F}/one.md", "One", "The shop opens at 9am.", "# One\n\n## Hours\n\n- The shop opens at 9am.[^1]\n\n" + cite("1", ev, 1) + "\n"
+    )
     texts = seed(repo, {f"{F}/shop.md": big_page(ev), f"{F}/one.md": one})
     assert split_oversized(texts, [f"{F}/shop.md"], max_tokens=10_000).changes == {}
     left = split_oversized(texts, [f"{F}/one.md"], max_tokens=10)
@@ -143,7 +147,10 @@ def test_an_outline_naming_a_gone_section_is_rebuilt(tmp_path: Path) -> None:
     body = (
         "# Shop\n\n## Overview\n\nAbout the shop.\n\nSections of this page:\n\n- [Hours](#hours)\n- [Prices](#prices)\n\n"
         "## Hours\n\n- The shop opens at 9am.[^1]\n\n## Repairs\n\n- Bikes are repaired within two days.[^2]\n\n"
-        + cite("1", ev, 1) + "\n" + cite("2", ev, 3) + "\n"
+        + cite("1", ev, 1)
+        + "\n"
+        + cite("2", ev, 3)
+        + "\n"
     )
     fine = body.replace("- [Prices](#prices)", "- [Repairs](#repairs)")
     texts = seed(
