@@ -47,7 +47,7 @@ def _negated(text: str) -> bool:
 class Found:
     """One defect a job found, and whether it wrote a fix for it."""
 
-    kind: str  # grounding | duplicate | similar-not-same | expired | conflict | link | l0 | index
+    kind: str  # grounding | duplicate | similar-not-same | expired | conflict | link | l0 | index | oversized | tiny | l1
     path: str
     detail: str
     fixed: bool = True

@@ -35,8 +35,9 @@ from pipeline.consolidate.view import Texts, folder_of, root_of
 OVERVIEW = "Overview"
 # Sections that stay on a split page (they are about the page, not a part of its subject).
 KEPT_SECTIONS = frozenset({OVERVIEW, "Introduction", "History", "Related", REMOVED})
-# Pages that are never merged into a sibling: listings, a person's cards and dated views, entities.
-NOT_MERGED = frozenset({"index", "profile", "timeline", "entity"})
+# Pages that are never split or merged into a sibling: listings, a person's cards and dated
+# views, entities, and events (each is one dated happening: two are not one page's sections).
+NOT_MERGED = frozenset({"index", "profile", "timeline", "entity", "event"})
 _OUTLINE_ROW = re.compile(r"^\s*- (?:\[[^\]]*\]\(#[^)]*\)|… and \d+ more sections below\.)\s*$")
 _OUTLINE_LEAD = "Sections of this page:"
 
@@ -260,8 +261,8 @@ def _own_claims(page: Page) -> list[Any]:
 
 
 def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str) -> JobResult:
-    """A current page with at most ``max_claims`` cited claims (not an index, profile, timeline
-    or entity page) is merged into the one sibling in its folder of the same type that has more
+    """A current page with at most ``max_claims`` cited claims (not an index, profile, timeline,
+    entity or event page) is merged into the one sibling in its folder of the same type that has more
     claims and whose subject words hold all of its own (or whose own are all in its): its claim
     lines go under a section named after it, with their citations (relabelled, quotes verbatim)
     and the facts they back; it is deprecated, ``superseded_by`` that sibling, and links to it in
