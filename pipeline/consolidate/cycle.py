@@ -137,7 +137,7 @@ def run_jobs(
         run("re-verification", regrounding(texts, paths, model))
         run("links", repair_links(texts, paths, view.ids))
         run("retirement", retire_expired(texts, paths, today))
-        run("split", split_oversized(texts, paths, config.page_tokens))
+        run("split", split_oversized(texts, paths, config.page_tokens, frozen))
         run("outlines", rewrite_l1(texts, paths))
         run("summaries", rewrite_l0(texts, paths, model=model))
         if f"{batch['folder']}/index.md" in view.files and f"{batch['folder']}/index.md" not in frozen:
@@ -147,7 +147,7 @@ def run_jobs(
         if batch["kind"] == "duplicates":
             dedupe = merge_duplicates(texts, paths, today, model)
             run("dedupe", dedupe)
-            tiny = merge_tiny(texts, paths, config.tiny_claims, today)
+            tiny = merge_tiny(texts, paths, config.tiny_claims, today, frozen)
             run("tiny pages", tiny)
             changed = sorted(set(dedupe.changes) | set(tiny.changes))
             summaries = rewrite_l0(texts, changed, model=model)  # an L0 may name what was merged away

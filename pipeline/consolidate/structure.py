@@ -96,14 +96,15 @@ def _unique_path(folder: str, name: str, taken: set[str]) -> str:
 # ---- split oversized pages ---------------------------------------------------------------
 
 
-def split_oversized(texts: Texts, paths: Iterable[str], max_tokens: int) -> JobResult:
+def split_oversized(texts: Texts, paths: Iterable[str], max_tokens: int, frozen: frozenset[str] = frozenset()) -> JobResult:
     """A current page whose body is over ``max_tokens`` is split by its level-2 sections (all
     but Overview, Introduction, History, Related and removed claims) into child pages in its
     folder, ids ``<page>-<section>``: each child holds its section with its claims and their
     citations verbatim (and the page's ``facts`` those cite). The page stays, short: its Overview
     lists the children, so links to it still resolve; links elsewhere in its scope to a moved
     section (``[[page#section]]``) are retargeted to the child. A page with fewer than two such
-    sections is reported, not split."""
+    sections is reported, not split; so is one whose split would write a ``frozen`` page (one
+    withdrawn after a review)."""
     result = JobResult()
     taken = set(_all_paths(texts))
     for path in paths:
@@ -125,7 +126,16 @@ def split_oversized(texts: Texts, paths: Iterable[str], max_tokens: int) -> JobR
                 )
             )
             continue
-        _split(texts, page, tokens, max_tokens, sections, parts, taken, result)
+        split = JobResult()
+        _split(texts, page, tokens, max_tokens, sections, parts, taken, split, frozen)
+        if set(split.changes) & frozen:
+            result.found.append(
+                Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): its split was withdrawn after review", False)
+            )
+            continue
+        for name in ("changes", "claims", "pages"):
+            getattr(result, name).update(getattr(split, name))
+        result.found += split.found
     return result
 
 
@@ -187,6 +197,7 @@ def _split(
     parts: list[tuple[str, str, int, int]],
     taken: set[str],
     result: JobResult,
+    frozen: frozenset[str],
 ) -> None:
     path, parent_id = page.path, page_id_for_path(page.path)
     rows = page.body.splitlines()
@@ -222,14 +233,14 @@ def _split(
     result.changes[path] = render_page(meta, body)
     result.pages[path] = "changed"
     result.found.append(Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): split into {', '.join(c for c, _ in children)}"))
-    _retarget_links(texts, root_of(path), parent_id, moved_anchor, result)
+    _retarget_links(texts, root_of(path), parent_id, moved_anchor, result, frozen)
 
 
-def _retarget_links(texts: Texts, root: str, target_id: str, moved: dict[str, str], result: JobResult) -> None:
-    """Links in ``root`` to a section of ``target_id`` that moved (``moved``: anchor -> new
-    target) point to where it went."""
+def _retarget_links(texts: Texts, root: str, target_id: str, moved: dict[str, str], result: JobResult, frozen: frozenset[str]) -> None:
+    """Links in ``root`` (but on ``frozen`` pages) to a section of ``target_id`` that moved
+    (``moved``: anchor -> new target) point to where it went."""
     for path in _all_paths(texts):
-        if root_of(path) != root:
+        if root_of(path) != root or path in frozen:
             continue
         text = result.changes.get(path) or texts.text(path)
         if text is None:
@@ -260,13 +271,13 @@ def _own_claims(page: Page) -> list[Any]:
     return [c for c in page.structure.claims if c.labels and _section_of_line(page, c.line) not in (OVERVIEW, "History", "Related")]
 
 
-def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str) -> JobResult:
+def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str, frozen: frozenset[str] = frozenset()) -> JobResult:
     """A current page with at most ``max_claims`` cited claims (not an index, profile, timeline,
     entity or event page) is merged into the one sibling in its folder of the same type that has more
     claims and whose subject words hold all of its own (or whose own are all in its): its claim
     lines go under a section named after it, with their citations (relabelled, quotes verbatim)
     and the facts they back; it is deprecated, ``superseded_by`` that sibling, and links to it in
-    its scope are retargeted. Pages whose facts contradict are never merged; no or several
+    its scope (but ``frozen`` ones) are retargeted. Pages whose facts contradict are never merged; no or several
     candidate siblings: left alone."""
     result = JobResult()
     if max_claims < 1:
@@ -318,7 +329,7 @@ def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str) 
         result.changes[path] = render_page(metas[path], bodies[path])
     for path in sorted(merged_away):
         successor = page_id_for_path(str(metas[path]["superseded_by"][0]))
-        _retarget_page_links(texts, root_of(path), page_id_for_path(path), successor, merged_away, result)
+        _retarget_page_links(texts, root_of(path), page_id_for_path(path), successor, merged_away | frozen, result)
     return result
 
 

@@ -182,3 +182,24 @@ def test_split_children_pass_the_checks_with_the_index_regenerated(tmp_path: Pat
     index = (repo.root / F / "index.md").read_text()
     assert f"[[{F}/shop-hours]]" in index and f"[[{F}/shop-repairs]]" in index
     assert run_checks(repo).ok, [f.message for f in run_checks(repo).findings]
+
+
+def test_a_split_or_link_repair_touching_a_withdrawn_page_is_not_proposed(tmp_path: Path) -> None:
+    repo, ev = evidence(tmp_path / "kb")
+    other = page_for(f"{F}/visit.md", "Visit", "Visiting the shop.", f"# Visit\n\n- See [[{F}/shop#hours]].\n")
+    texts = seed(repo, {f"{F}/shop.md": big_page(ev), f"{F}/visit.md": other})
+    # a part withdrawn after review: the page is not split again (it is reported)
+    withdrawn = split_oversized(texts, [f"{F}/shop.md"], max_tokens=100, frozen=frozenset({f"{F}/shop-hours.md"}))
+    assert withdrawn.changes == {} and [(f.kind, f.fixed) for f in withdrawn.found] == [("oversized", False)]
+    # a linking page withdrawn: the split goes ahead without touching it
+    result = split_oversized(texts, [f"{F}/shop.md"], max_tokens=100, frozen=frozenset({f"{F}/visit.md"}))
+    assert f"{F}/shop-hours.md" in result.changes and f"{F}/visit.md" not in result.changes
+
+
+def test_tiny_events_are_never_merged(tmp_path: Path) -> None:
+    repo, ev = evidence(tmp_path / "kb")
+    files = {
+        f"{F}/repairs.md": small(f"{F}/repairs.md", "Repairs", [3, 4], ev, type="event"),
+        f"{F}/repairs-students.md": small(f"{F}/repairs-students.md", "Repairs for students", [5], ev, type="event"),
+    }
+    assert merge_tiny(seed(repo, files), sorted(files), max_claims=1, today="2025-06-01").changes == {}
