@@ -344,7 +344,7 @@ def _merge_into(
     for title, _, start, end in _rows_of_h2(page) or [("", "", 0, len(rows))]:
         if title in (OVERVIEW, "History", "Related"):
             continue
-        block = [r for r in rows[start + 1 : end] if r.strip() and not r.startswith("#")]
+        block = [r for r in rows[start + 1 : end] if r.strip() and not r.startswith("#") and not FOOTDEF_RE.match(r)]
         if any(start < w < end for w in wanted) or not title:
             lines += block
     if not lines:  # claims outside any section: their own rows

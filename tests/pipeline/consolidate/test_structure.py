@@ -203,3 +203,17 @@ def test_tiny_events_are_never_merged(tmp_path: Path) -> None:
         f"{F}/repairs-students.md": small(f"{F}/repairs-students.md", "Repairs for students", [5], ev, type="event"),
     }
     assert merge_tiny(seed(repo, files), sorted(files), max_claims=1, today="2025-06-01").changes == {}
+
+
+def test_a_tiny_page_without_sections_is_merged_with_its_citations_relabelled_once(tmp_path: Path) -> None:
+    repo, ev = evidence(tmp_path / "kb")
+    flat = page_for(
+        f"{F}/repairs-students.md",
+        "Repairs for students",
+        "Repairs for students.",
+        f"# Repairs for students\n\n- {LINES[4]}[^1]\n\n{cite('1', ev, 5)}\n",
+        sources=[ev],
+    )
+    files = {f"{F}/repairs.md": small(f"{F}/repairs.md", "Repairs", [3, 4], ev), f"{F}/repairs-students.md": flat}
+    target = merge_tiny(seed(repo, files), sorted(files), max_claims=1, today="2025-06-01").changes[f"{F}/repairs.md"]
+    assert target.count(f'{ev}#L5 "Students get a discount on repairs"') == 1 and "[^3]: " in target and target.count("[^1]: ") == 1
