@@ -137,7 +137,7 @@ def run_jobs(
         run("re-verification", regrounding(texts, paths, model))
         run("links", repair_links(texts, paths, view.ids))
         run("retirement", retire_expired(texts, paths, today))
-        run("split", split_oversized(texts, paths, config.page_tokens, frozen))
+        run("split", split_oversized(texts, paths, config.page_tokens, frozen, view.repo.config.budgets.l1_tokens))
         run("outlines", rewrite_l1(texts, paths))
         run("summaries", rewrite_l0(texts, paths, model=model))
         if f"{batch['folder']}/index.md" in view.files and f"{batch['folder']}/index.md" not in frozen:

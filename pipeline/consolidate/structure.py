@@ -96,7 +96,9 @@ def _unique_path(folder: str, name: str, taken: set[str]) -> str:
 # ---- split oversized pages ---------------------------------------------------------------
 
 
-def split_oversized(texts: Texts, paths: Iterable[str], max_tokens: int, frozen: frozenset[str] = frozenset()) -> JobResult:
+def split_oversized(
+    texts: Texts, paths: Iterable[str], max_tokens: int, frozen: frozenset[str] = frozenset(), l1_tokens: int = 2000
+) -> JobResult:
     """A current page whose body is over ``max_tokens`` is split by its level-2 sections (all
     but Overview, Introduction, History, Related and removed claims) into child pages in its
     folder, ids ``<page>-<section>``: each child holds its section with its claims and their
@@ -104,7 +106,8 @@ def split_oversized(texts: Texts, paths: Iterable[str], max_tokens: int, frozen:
     lists the children, so links to it still resolve; links elsewhere in its scope to a moved
     section (``[[page#section]]``) are retargeted to the child. A page with fewer than two such
     sections is reported, not split; so is one whose split would write a ``frozen`` page (one
-    withdrawn after a review)."""
+    withdrawn after a review). A part over ``l1_tokens`` opens with an Overview outlining its
+    sections, as the budgets rule asks of a long page."""
     result = JobResult()
     taken = set(_all_paths(texts))
     for path in paths:
@@ -127,7 +130,7 @@ def split_oversized(texts: Texts, paths: Iterable[str], max_tokens: int, frozen:
             )
             continue
         split = JobResult()
-        _split(texts, page, tokens, max_tokens, sections, parts, taken, split, frozen)
+        _split(texts, page, (tokens, max_tokens, l1_tokens), sections, parts, taken, split, frozen)
         if set(split.changes) & frozen:
             result.found.append(
                 Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): its split was withdrawn after review", False)
@@ -139,12 +142,15 @@ def split_oversized(texts: Texts, paths: Iterable[str], max_tokens: int, frozen:
     return result
 
 
-def _child(page: Page, child_path: str, title: str, content: list[str]) -> tuple[str, list[str]]:
+def _child(page: Page, child_path: str, title: str, content: list[str], l1_tokens: int) -> tuple[str, list[str]]:
     """The text of the child page holding ``content`` (a section of ``page``), and its labels."""
     defs = _defs(page)
     labels = _labels(content)
     child_defs = [defs[label] for label in labels if label in defs]
     child_title = f"{page.title}: {title}"
+    if count_tokens("\n".join(content + child_defs)) > l1_tokens:  # the budgets rule wants an Overview
+        outline = _outline(_outline_entries(_sections(content)))
+        content = [f"## {OVERVIEW}", "", _OUTLINE_LEAD, "", *outline, "", *content]
     body = "\n".join([f"# {child_title}", "", *content, "", *child_defs]) + "\n"
     body = _add_related(body, f"- Part of [[{page_id_for_path(page.path)}]].")
     meta: dict[str, Any] = {
@@ -191,8 +197,7 @@ def _parent_body(page: Page, sections: list[tuple[str, str, int, int]], moved_ro
 def _split(
     texts: Texts,
     page: Page,
-    tokens: int,
-    max_tokens: int,
+    budget: tuple[int, int, int],  # the page's tokens, the page budget, the L1 budget
     sections: list[tuple[str, str, int, int]],
     parts: list[tuple[str, str, int, int]],
     taken: set[str],
@@ -200,6 +205,7 @@ def _split(
     frozen: frozenset[str],
 ) -> None:
     path, parent_id = page.path, page_id_for_path(page.path)
+    tokens, max_tokens, l1_tokens = budget
     rows = page.body.splitlines()
     moved_anchor: dict[str, str] = {}  # anchor on the parent -> child id (with its own anchor when a subsection)
     children: list[tuple[str, str]] = []  # (child id, its L0)
@@ -210,7 +216,7 @@ def _split(
         content = rows[start:end]
         while content and not content[-1].strip():
             content.pop()
-        result.changes[child_path], labels = _child(page, child_path, title, content)
+        result.changes[child_path], labels = _child(page, child_path, title, content, l1_tokens)
         children.append((child_id, str(parse_page(result.changes[child_path], child_path).summary)))
         moved_rows.update(range(start, end))
         for section in page.structure.sections:

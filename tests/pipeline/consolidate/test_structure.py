@@ -217,3 +217,14 @@ def test_a_tiny_page_without_sections_is_merged_with_its_citations_relabelled_on
     files = {f"{F}/repairs.md": small(f"{F}/repairs.md", "Repairs", [3, 4], ev), f"{F}/repairs-students.md": flat}
     target = merge_tiny(seed(repo, files), sorted(files), max_claims=1, today="2025-06-01").changes[f"{F}/repairs.md"]
     assert target.count(f'{ev}#L5 "Students get a discount on repairs"') == 1 and "[^3]: " in target and target.count("[^1]: ") == 1
+
+
+def test_a_part_over_the_l1_budget_opens_with_an_overview_outline(tmp_path: Path) -> None:
+    from ci.rules.budgets import check_page
+
+    repo, ev = evidence(tmp_path / "kb")
+    texts = seed(repo, {f"{F}/shop.md": big_page(ev)})
+    result = split_oversized(texts, [f"{F}/shop.md"], max_tokens=100, l1_tokens=40)
+    repairs = parse_page(result.changes[f"{F}/shop-repairs.md"], f"{F}/shop-repairs.md")
+    assert repairs.overview().split() == ["Sections", "of", "this", "page:", "-", "[Repairs](#repairs)", "-", "[Prices](#prices)"]
+    assert check_page(repairs, 100, 40) == [] and repairs.body.count("[^4]") == 2
