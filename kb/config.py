@@ -145,6 +145,8 @@ class Consolidation(_Strict):
     max_diff_lines: int = Field(2000, ge=1)  # a bigger branch is left for a person
     max_cost_usd: float = Field(1.0, ge=0)  # model reviews per run
     max_seconds: float = Field(3600.0, gt=0)  # no new batch starts after this
+    page_tokens: int = Field(8000, ge=100)  # a page whose body is longer is split by its sections
+    tiny_claims: int = Field(1, ge=0)  # a page with at most this many claims is merged into its sibling (0: never)
     if_needed: IfNeeded = IfNeeded()
 
 

@@ -42,6 +42,7 @@ from pipeline.consolidate.jobs import (
 from pipeline.consolidate.model import ModelJobs, model_jobs_for
 from pipeline.consolidate.proposer import CONSOLIDATION_PROPOSER, ConsolidationProposer
 from pipeline.consolidate.record import RECORD_DIR, REPLAY_FILE, Cycle, all_cycles, commit_record, coverage, current_cycle
+from pipeline.consolidate.structure import merge_tiny, rewrite_l1, split_oversized
 from pipeline.consolidate.view import CommitView, Texts, folder_of, root_of, span_key
 from pipeline.forge.base import Forge
 from pipeline.merge import merge_branch, merged_as
@@ -124,6 +125,7 @@ def run_jobs(
     with ``model``, the jobs also ask it what the offline checks cannot decide. ``frozen`` pages
     (withdrawn after a review) are neither read as candidates nor written."""
     texts = Texts(view)
+    config = view.repo.config.consolidation
     out: list[tuple[str, JobResult]] = []
 
     def run(name: str, result: JobResult) -> None:
@@ -135,6 +137,8 @@ def run_jobs(
         run("re-verification", regrounding(texts, paths, model))
         run("links", repair_links(texts, paths, view.ids))
         run("retirement", retire_expired(texts, paths, today))
+        run("split", split_oversized(texts, paths, config.page_tokens, frozen, view.repo.config.budgets.l1_tokens))
+        run("outlines", rewrite_l1(texts, paths))
         run("summaries", rewrite_l0(texts, paths, model=model))
         if f"{batch['folder']}/index.md" in view.files and f"{batch['folder']}/index.md" not in frozen:
             run("index", regenerate_index(texts, batch["folder"]))
@@ -143,9 +147,12 @@ def run_jobs(
         if batch["kind"] == "duplicates":
             dedupe = merge_duplicates(texts, paths, today, model)
             run("dedupe", dedupe)
-            summaries = rewrite_l0(texts, sorted(dedupe.changes), model=model)  # an L0 may name what was merged away
+            tiny = merge_tiny(texts, paths, config.tiny_claims, today, frozen)
+            run("tiny pages", tiny)
+            changed = sorted(set(dedupe.changes) | set(tiny.changes))
+            summaries = rewrite_l0(texts, changed, model=model)  # an L0 may name what was merged away
             run("summaries", summaries)
-            for folder in sorted({folder_of(p) for p in summaries.changes}):
+            for folder in sorted({folder_of(p) for p in set(summaries.changes) | set(tiny.changes)}):
                 if f"{folder}/index.md" in view.files and f"{folder}/index.md" not in frozen:
                     run("index", regenerate_index(texts, folder))
         else:
@@ -256,7 +263,7 @@ def _dropped_spans(view: CommitView, changes: dict[str, str], root: str) -> set[
     texts = Texts(view, dict(changes))
     before: set[str] = set()
     after: set[str] = set()
-    for path in view.files:
+    for path in set(view.files) | set(changes):
         if root_of(path) != root:
             continue
         old = view.page(path)

@@ -47,7 +47,7 @@ def _negated(text: str) -> bool:
 class Found:
     """One defect a job found, and whether it wrote a fix for it."""
 
-    kind: str  # grounding | duplicate | similar-not-same | expired | conflict | link | l0 | index
+    kind: str  # grounding | duplicate | similar-not-same | expired | conflict | link | l0 | index | oversized | tiny | l1
     path: str
     detail: str
     fixed: bool = True
@@ -452,7 +452,7 @@ def regenerate_index(texts: Texts, folder: str) -> JobResult:
     right are kept as written, others rewritten, missing ones added, extra ones removed."""
     result = JobResult()
     index_path = f"{folder}/index.md"
-    children = {page_id_for_path(p): texts.page(p) for p in texts.view.children(folder)}
+    children = {page_id_for_path(p): texts.page(p) for p in texts.children(folder)}
     index = texts.page(index_path)
     if index is None:
         return result

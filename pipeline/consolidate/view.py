@@ -105,6 +105,15 @@ class Texts:
     def text(self, path: str) -> str | None:
         return self.edits[path] if path in self.edits else self.view.text(path)
 
+    def children(self, folder: str) -> list[str]:
+        """``CommitView.children`` with the pages earlier jobs created (a split's parts)."""
+        new = [
+            p
+            for p in self.edits
+            if p not in self.view.files and p.startswith(folder + "/") and "/" not in p[len(folder) + 1 :] and p != f"{folder}/index.md"
+        ]
+        return sorted(set(self.view.children(folder)) | set(new))
+
     def page(self, path: str) -> Page | None:
         if path not in self.edits:
             return self.view.page(path)

@@ -16,7 +16,13 @@ def test_plan_then_run_then_status_and_if_needed(cli, tmp_path: Path) -> None:
     head = str(repo.git.head.target)
     plan = cli("consolidate", "--plan", "--batch-size", "4", cwd=repo.root)
     assert plan.code == 0, plan.err
-    assert "- duplicates:knowledge: 3 page(s) to change" in plan.out and "[index]" in plan.out
+    assert "- duplicates:knowledge: 6 page(s) to change" in plan.out and "[index]" in plan.out
+    # structure upkeep shows in the plan: the oversized page's split, the tiny page's merge, the stale outline
+    assert (
+        "[oversized] knowledge/policies/shipping.md: 319 tokens (budget 200): split into knowledge/policies/shipping-delivery" in plan.out
+    )
+    assert "[tiny] knowledge/policies/pricing-students.md: 1 claim(s): merged into knowledge/policies/pricing.md" in plan.out
+    assert "[l1] knowledge/policies/warranty.md: the Overview's outline named gone section(s) claims; missed batteries" in plan.out
     assert str(repo.git.head.target) == head and sorted(repo.git.branches.local) == ["main"]  # the plan changed nothing
 
     run = cli("consolidate", "--batch-size", "4", "--json", "--no-index", cwd=repo.root)
@@ -58,7 +64,9 @@ def test_if_needed_starts_a_cycle_when_new_evidence_passes_the_threshold(cli, tm
 
     repo, _ = seed(tmp_path / "kb")
     assert cli("consolidate", "--no-index", cwd=repo.root).code == 0
-    text = (repo.root / "kb.config.yaml").read_text() + "consolidation:\n  if_needed: {new_evidence: 1, days: 0}\n"
+    text = (
+        (repo.root / "kb.config.yaml").read_text().replace("consolidation:\n", "consolidation:\n  if_needed: {new_evidence: 1, days: 0}\n")
+    )
     commit(repo, {"kb.config.yaml": text}, "config")
     assert cli("consolidate", "--if-needed", cwd=repo.root).out.startswith("no consolidation needed")
     add_evidence(repo, b"# Note\nThe canteen closes at 3pm.\n", "note.md", "document")

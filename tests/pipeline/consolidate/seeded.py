@@ -5,7 +5,9 @@ knowledge/policies/ holds: refunds-eu / refunds-us (a contradiction with a disti
 condition), office / office-notes (a contradiction without one), support / contact / office (the
 same statement on three pages), team (an expired fact stated as current, and so a stale L0),
 pricing (an ungrounded claim and a stale L0), contact (a broken link and a link to a moved page),
-and an index that does not list office-notes.
+an index that does not list office-notes, shipping (a page over the page budget, which
+``consolidation.page_tokens: 200`` sets low), pricing-students (a tiny page whose subject is
+pricing's) and warranty (an Overview outline naming a section that is gone and missing a new one).
 """
 
 from __future__ import annotations
@@ -28,7 +30,19 @@ The annual fee is 120 euros.
 Support answers within one business day.
 Maria Lopez led the Berlin team until 2024-03-31.
 Jonas Weber leads the Berlin team.
+Orders ship within two business days.
+Express shipping costs 15 euros.
+Standard shipping is free above 50 euros.
+Returns must be sent in the original packaging.
+Refunds for returns are paid within ten days.
+Damaged parcels are replaced at no cost.
+Customs fees are paid by the customer.
+Parcels to Norway may incur customs fees.
+Students get a 20% discount on the annual fee.
+The warranty covers two years.
+Batteries are covered for one year.
 """
+CONFIG = "consolidation:\n  page_tokens: 200\n"
 LINES = HANDBOOK.splitlines()
 FOLDER = "knowledge/policies"
 TODAY = "2025-06-01"
@@ -97,6 +111,36 @@ def seed(root: Path, replay: str | None = REPLAY) -> tuple[Repo, str]:
         path = f"{FOLDER}/{name}.md"
         files[path] = page_for(path, title, summary, body(title, claims, ev), sources=[ev], **meta)
         summaries[f"{FOLDER}/{name}"] = summary
+    shipping = f"{FOLDER}/shipping.md"
+    parts = {"Delivery": LINES[12:15], "Returns": LINES[15:18], "Customs": LINES[18:20]}
+    n = 0
+    rows, defs = ["# Shipping", ""], []
+    for title, lines in parts.items():
+        rows += [f"## {title}", ""]
+        for text in lines:
+            n += 1
+            rows.append(f"- {text.rstrip('.')}.[^{n}]")
+            defs.append(cite(str(n), ev, text))
+        rows.append("")
+    files[shipping] = page_for(shipping, "Shipping", "Orders ship within two business days.", "\n".join(rows + defs) + "\n", sources=[ev])
+    summaries[f"{FOLDER}/shipping"] = "Orders ship within two business days."
+    students = f"{FOLDER}/pricing-students.md"
+    files[students] = page_for(
+        students, "Pricing for students", "A student discount.", body("Pricing for students", [LINES[20]], ev), sources=[ev]
+    )
+    summaries[f"{FOLDER}/pricing-students"] = "A student discount."
+    warranty = f"{FOLDER}/warranty.md"
+    outline = "## Overview\n\nWhat the warranty covers.\n\nSections of this page:\n\n- [Coverage](#coverage)\n- [Claims](#claims)\n\n"
+    w_body = (
+        f"# Warranty\n\n{outline}## Coverage\n\n- {LINES[21]}[^1]\n\n## Batteries\n\n- {LINES[22]}[^2]\n\n"
+        + cite("1", ev, LINES[21])
+        + "\n"
+        + cite("2", ev, LINES[22])
+        + "\n"
+    )
+    files[warranty] = page_for(warranty, "Warranty", "The warranty covers two years.", w_body, sources=[ev])
+    summaries[f"{FOLDER}/warranty"] = "The warranty covers two years."
+    files["kb.config.yaml"] = (repo.root / "kb.config.yaml").read_text(encoding="utf-8") + CONFIG
     contact = f"{FOLDER}/contact.md"
     files[contact] = page_for(
         contact,

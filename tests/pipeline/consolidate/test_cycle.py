@@ -35,7 +35,7 @@ def test_one_cycle_finds_and_fixes_each_seeded_defect_through_reviewed_merges(tm
 
     assert report.status == "complete" and report.percent == 100.0 and report.needs_human == []
     kinds = {(f["kind"], f["fixed"]) for f in report.found}
-    for kind in ("grounding", "duplicate", "expired", "conflict", "link", "l0", "index"):
+    for kind in ("grounding", "duplicate", "expired", "conflict", "link", "l0", "index", "oversized", "tiny", "l1"):
         assert (kind, True) in kinds, kind
     # every change went through review and merge: a merge commit per branch, with the Reviewer's trailers
     done = merges(repo)
@@ -63,6 +63,21 @@ def test_one_cycle_finds_and_fixes_each_seeded_defect_through_reviewed_merges(tm
     contact = (repo.root / FOLDER / "contact.md").read_text()
     assert f"[[{FOLDER}/refunds-eu]]" in contact and "old-refunds]]" not in contact
     assert f"[[{FOLDER}/office-notes]]" in (repo.root / FOLDER / "index.md").read_text()
+    # oversized: shipping split by its sections into three children, each claim with its citation as written
+    parts = [f"{FOLDER}/shipping-{p}" for p in ("delivery", "returns", "customs")]
+    assert all(f"[[{p}]]" in page(repo, "shipping").overview() for p in parts) and page(repo, "shipping").structure.claims == []
+    delivery = (repo.root / FOLDER / "shipping-delivery.md").read_text()
+    assert (
+        f'[^1]: {ev}#L13 "Orders ship within two business days"' in delivery and "- Orders ship within two business days.[^1]" in delivery
+    )
+    assert all(f"[[{p}]]" in (repo.root / FOLDER / "index.md").read_text() for p in parts)
+    # tiny: pricing-students merged into pricing under its own title, deprecated with its successor
+    students = page(repo, "pricing-students")
+    assert students.status == "deprecated" and students.meta["superseded_by"] == [f"{FOLDER}/pricing"]
+    pricing = (repo.root / FOLDER / "pricing.md").read_text()
+    assert "## Pricing for students" in pricing and f'{ev}#L21 "Students get a 20% discount on the annual fee"' in pricing
+    # L1: the warranty outline names its sections again
+    assert "- [Batteries](#batteries)" in page(repo, "warranty").overview() and "(#claims)" not in page(repo, "warranty").overview()
     # the whole repository passes the checks now, and the coverage record says what happened
     assert run_checks(repo).ok
     status = cycle_status(repo)
@@ -72,6 +87,10 @@ def test_one_cycle_finds_and_fixes_each_seeded_defect_through_reviewed_merges(tm
     assert record is not None
     assert record["claims"][f"{FOLDER}/support.md#1"]["action"] == "merged"
     assert record["claims"][f"{FOLDER}/team.md#1"]["action"] == "retired"
+    assert record["claims"][f"{FOLDER}/shipping.md#1"]["reason"] == f"moved with its citation to {FOLDER}/shipping-delivery (page split)"
+    assert record["claims"][f"{FOLDER}/pricing-students.md#1"]["action"] == "merged"
+    assert record["pages"][f"{FOLDER}/pricing-students.md"]["action"] == "merged"
+    assert record["retired"] == []  # nothing left uncited: the split and the merge moved every span
     assert all(e["commit"] for e in record["pages"].values())
 
 
