@@ -121,3 +121,33 @@ def test_vectors_are_kept_per_embedder_identity(tmp_path: Path) -> None:
     assert one.seen == ["same words"] and other.seen == ["same words"]
     again = cached_one.embed_passages(["same words"])
     assert one.seen == ["same words"] and cached_one.reused == 2 and again.shape == (1, 8)
+
+
+def test_a_locomo_memory_embeds_each_distinct_text_once(tmp_path: Path) -> None:
+    """Both speakers of one conversation store the same sessions, each in their own scope, and the
+    index is rebuilt after each ingest (as ``kb eval memory --locomo`` does): every distinct chunk
+    text reaches the model once; a full rebuild and a point-in-time index reach it not at all."""
+    import json
+
+    from pipeline.eval.memory import eval_repository, slug
+    from pipeline.memory import ingest
+    from tests.pipeline.eval.test_locomo_eval import SAMPLE
+
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([SAMPLE]))
+    repo = eval_repository(tmp_path / "kb", None)
+    model = CountingEmbedder()
+    chunks = []
+    first = None
+    for speaker in ("Rosa", "Tomas"):
+        ingest(repo, slug(f"conv-t-{speaker}"), [data], sample="conv-t", speaker=speaker, build_index=False)
+        result = build_index(repo, embedder=model)
+        first = first or result.commit
+        chunks.append(result.chunks)
+    assert len(model.seen) == len(set(model.seen)) > 0  # each distinct text once
+    assert chunks[1] > len(set(model.seen))  # the shared sessions' chunks are served in both scopes
+    assert asked(model, "I adopted a beagle called Pepper") >= 1
+    before = len(model.seen)
+    full = build_index(repo, embedder=model, full=True)
+    _, at = index_at(repo, first, embedder=model)
+    assert len(model.seen) == before and full.chunks == chunks[1] and at is not None and at.chunks == chunks[0]
