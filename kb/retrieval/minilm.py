@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb.errors import ModelError
-from kb.retrieval.parallel import balanced_parts
+from kb.retrieval.parallel import embed_parts
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -185,15 +185,7 @@ class MiniLMEmbedder:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="kb-embed")
-        stop = threading.Event()
-        futures = [self._pool.submit(model.embed, part, stop) for part in balanced_parts(texts, workers)]
-        try:
-            return np.vstack([future.result() for future in futures])
-        except BaseException:
-            stop.set()  # the other threads stop after their current batch
-            for future in futures:
-                future.cancel()
-            raise
+        return embed_parts(self._pool, texts, workers, model.embed)
 
     def embed_query(self, text: str) -> F32:
         return self._load().embed([text])[0]

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    import numpy as np
+    from numpy.typing import NDArray
+
 
 def balanced_parts(texts: list[str], parts: int) -> list[list[str]]:
     """Contiguous slices of about equal total length (an engine's cost grows with length)."""
@@ -13,3 +23,26 @@ def balanced_parts(texts: list[str], parts: int) -> list[list[str]]:
         out[index].append(text)
         done += len(text)
     return [p for p in out if p]
+
+
+def embed_parts(
+    pool: ThreadPoolExecutor, texts: list[str], workers: int, embed: Callable[[list[str], threading.Event], NDArray[np.float32]]
+) -> NDArray[np.float32]:
+    """``texts`` in ``workers`` balanced parts, each embedded by ``embed(part, stop)`` on ``pool``,
+    stacked in order. On Ctrl-C (or a failed part) ``stop`` is set, so the other threads stop
+    within their current step instead of finishing their part and the process exits at once
+    rather than when the interpreter joins the pool's threads; submitting starts threads, so it
+    is inside the guarded block too."""
+    import numpy as np
+
+    stop = threading.Event()
+    futures: list[Future[NDArray[np.float32]]] = []
+    try:
+        for part in balanced_parts(texts, workers):
+            futures.append(pool.submit(embed, part, stop))
+        return np.vstack([future.result() for future in futures])
+    except BaseException:
+        stop.set()
+        for future in futures:
+            future.cancel()
+        raise

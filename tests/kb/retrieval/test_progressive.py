@@ -3,7 +3,6 @@ vectors follow batch by batch, and an interrupted build resumes without embeddin
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from collections.abc import Sequence
@@ -18,21 +17,21 @@ from kb.retrieval.embedder import make_embedder
 from kb.retrieval.search import Searcher, make_query
 from kb.retrieval.store import base_of, index_store
 from tests.builders import commit, make_repo, page_for
+from tests.kb.retrieval.test_embed_cache import CountingEmbedder
 
 
 class Interrupted(Exception):
     """What the test's model raises to stop a build in the middle of its embedding."""
 
 
-class Model:
-    """A deterministic stand-in model that records every text it embeds; ``during(n)`` runs before
-    its n-th call (1-based), and may raise to interrupt the build."""
+class Model(CountingEmbedder):
+    """The cache tests' deterministic stand-in model (records every text it embeds); ``during(n)``
+    runs before its n-th call (1-based), and may raise to interrupt the build."""
 
     identity = "test/progressive"
-    dim = 8
 
     def __init__(self, during: dict[int, object] | None = None) -> None:
-        self.seen: list[str] = []
+        super().__init__()
         self.calls = 0
         self.during = during or {}
 
@@ -41,13 +40,7 @@ class Model:
         action = self.during.get(self.calls)
         if callable(action):
             action()
-        self.seen.extend(texts)
-        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[: 4 * self.dim], dtype=np.uint32) for t in texts]
-        out = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dim) + 1.0
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_passages([text])[0]
+        return super().embed_passages(texts)
 
 
 def birds(n: int) -> dict[str, str]:
