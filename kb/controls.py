@@ -50,9 +50,10 @@ def _label_char(char: str) -> str:
 
 
 def clean_label(text: str) -> str:
-    """``text`` as one visible line (see the module docstring), stripped of surrounding spaces."""
-    if text.isprintable():  # the common case: nothing to do (str.isprintable is False for Cc, Cf, Zl, Zp, Cs)
-        return text.strip()
+    """``text`` as one visible line (see the module docstring). A label with nothing to clean is
+    returned as it is; one that had something cleaned is also stripped of surrounding spaces."""
+    if text.isprintable():  # the common case (str.isprintable is False for Cc, Cf, Zl, Zp, Cs)
+        return text
     joined = "".join(_label_char(char) for char in text)
     return re.sub("[\x00\\s]*\x00[\x00\\s]*", " ", joined).strip()
 
