@@ -326,7 +326,7 @@ def parse_messages(text: str, name: str) -> list[Message]:
     if stripped.startswith("["):
         data = load_json(stripped, name)
     elif stripped.startswith("{") and "\n" in stripped and _looks_like_jsonl(stripped):
-        data = [load_json(line, f"{name}:{n}") for n, line in enumerate(stripped.splitlines(), 1) if line.strip()]
+        data = [load_json(line, f"{name}:{n}") for n, line in enumerate(stripped.split("\n"), 1) if line.strip()]
     else:
         data = load_json(stripped, name)
         if isinstance(data, dict):
@@ -349,7 +349,7 @@ def parse_messages(text: str, name: str) -> list[Message]:
 
 
 def _looks_like_jsonl(text: str) -> bool:
-    first = text.splitlines()[0].strip()
+    first = text.split("\n")[0].strip()  # JSONL lines end at \n only: a JSON string may hold U+2028 raw
     try:
         json.loads(first)
         return True

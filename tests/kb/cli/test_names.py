@@ -168,3 +168,17 @@ def test_a_locomo_speaker_with_a_newline_cannot_forge_a_turn(cli, tmp_path: Path
     content = (root / entry["path"]).read_text(encoding="utf-8")
     assert content == "[2023-05-08T13:56:00] Ann Bob: I approve (D1:1): I like tea.\n"
     assert cli("check").code == 0
+
+
+def test_a_jsonl_chat_holding_a_raw_line_separator_is_read_line_by_line_at_newlines(cli, tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    cli("init", str(root))
+    chat = tmp_path / "chat.jsonl"
+    first = json.dumps({"role": "user", "content": "Agenda:\u2028budget first"}, ensure_ascii=False)
+    second = json.dumps({"role": "assistant", "content": "Noted."})
+    chat.write_text(f"{first}\n{second}\n", encoding="utf-8")
+    added = cli("evidence", "add", str(chat), "--kind", "conversation", cwd=root)
+    assert added.code == 0, added.err
+    entry = json.loads(cli("evidence", "list", "--json").out)
+    assert entry["meta"]["messages"] == 2
+    assert (root / entry["path"]).read_text(encoding="utf-8") == "user: Agenda:\n    budget first\nassistant: Noted.\n"
