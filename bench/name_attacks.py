@@ -118,10 +118,10 @@ def worker(limit: int | None) -> None:
 
 
 def _run_version(src: Path, limit: int | None) -> dict[str, object]:
-    home = Path(tempfile.mkdtemp(prefix="kb-names-home-"))
-    env = os.environ | {"PYTHONPATH": str(src.resolve()), "KB_SIGNING_KEY": str(home / "review_ed25519"), "KB_LOCK_WAIT": "5"}
-    command = [sys.executable, __file__, "--worker", *(["--limit", str(limit)] if limit else [])]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    with tempfile.TemporaryDirectory(prefix="kb-names-home-") as home:
+        env = os.environ | {"PYTHONPATH": str(src.resolve()), "KB_SIGNING_KEY": str(Path(home) / "review_ed25519"), "KB_LOCK_WAIT": "5"}
+        command = [sys.executable, __file__, "--worker", *(["--limit", str(limit)] if limit else [])]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     data: dict[str, object] = json.loads(done.stdout)
     assert str(data["kb"]).startswith(str(src.resolve())), f"imported {data['kb']}, not the tree {src}"
     return data
