@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb.clock import iso_utc
+from kb.controls import clean_label, json_visible
 from kb.errors import ConflictError, FormatError, NotFoundError, UsageError
 from kb.forgotten import is_evidence_hidden
 from kb.ids import sha256_hex
-from kb.intake import PreparedItem
+from kb.intake import PreparedItem, clean_meta
 from kb.repo import Repo, atomic_write
 from kb.scopes import user_scope
 
@@ -59,8 +60,11 @@ class LedgerEntry:
         return str(self.meta.get("session_date") or self.meta.get("first_time") or self.added_at)[:10]
 
     def to_line(self) -> str:
+        """The entry as one ledger line. The characters JSON leaves raw that some readers take
+        for a line boundary (NEL, U+2028, U+2029) or that a terminal obeys are written as
+        ``\\uXXXX`` escapes: the same value, and ``\\n`` the only line boundary in the file."""
         data = self.payload() | {"hash": self.hash}
-        return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+        return json_visible(json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))) + "\n"
 
 
 # ---- the ledger ------------------------------------------------------------------------
@@ -94,9 +98,19 @@ def rechain(entries: list[LedgerEntry]) -> list[LedgerEntry]:
     return out
 
 
+def ledger_lines(text: str) -> list[str]:
+    """The lines of a ledger: split at ``\\n`` only. A JSON string may hold U+2028 or NEL raw
+    (``ensure_ascii=False``: earlier versions of kb wrote sources like that), so splitting at every
+    line boundary ``str.splitlines`` knows would cut such an entry in two."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def parse_ledger(text: str, source: str = LEDGER_PATH) -> list[LedgerEntry]:
     entries = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(ledger_lines(text), 1):
         if not line.strip():
             continue
         try:
@@ -142,8 +156,8 @@ def make_entry(prev: LedgerEntry | None, item: PreparedItem, path: str, added_at
         path=path,
         added_at=added_at,
         lines=item.content.count("\n"),
-        source=item.source,
-        meta=item.meta,
+        source=clean_label(item.source),  # intake cleaned them already; an item made elsewhere is cleaned here
+        meta=clean_meta(item.meta),
     )
     return LedgerEntry(**(entry.payload() | {"hash": entry.compute_hash()}))
 

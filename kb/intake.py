@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.config import EVIDENCE_KINDS, Privacy
+from kb.controls import clean_label
 from kb.errors import FormatError, UsageError
 from kb.ids import evidence_id
 from kb.privacy import KINDS as PRIVACY_KINDS
@@ -71,12 +72,15 @@ def expand_inputs(paths: Iterable[Path], globs: Collection[str] = DEFAULT_GLOBS,
     """Each input file with its source: a file is its name; a folder, every file below it that
     matches one of ``globs`` (hidden files and folders skipped), each named by its path relative
     to the folder. ``label`` (``--source``) names a single file; with a folder or several files it
-    prefixes each name (``label/relative/path``) instead of replacing it."""
+    prefixes each name (``label/relative/path``) instead of replacing it. Every name is a
+    ``clean_label``: one visible line, whatever characters the file name or the label held."""
     paths = list(paths)
+    if label is not None and not clean_label(label):
+        raise UsageError(f"--source {label!r} has no visible characters", hint="name the source with visible text, or leave --source out")
     out: list[tuple[Path, str]] = []
     for path in paths:
         if not path.is_dir():
-            out.append((path, path.name))
+            out.append((path, clean_label(path.name)))
             continue
         found = sorted(
             file
@@ -87,9 +91,10 @@ def expand_inputs(paths: Iterable[Path], globs: Collection[str] = DEFAULT_GLOBS,
         )
         if not found:
             raise UsageError(f"{path}: no files matching {' '.join(globs)} in this folder", hint="choose the files with --glob PATTERN")
-        out.extend((file, file.relative_to(path).as_posix()) for file in found)
+        out.extend((file, clean_label(file.relative_to(path).as_posix())) for file in found)
     if label is None:
         return out
+    label = clean_label(label)
     if len(out) == 1 and not any(p.is_dir() for p in paths):
         return [(out[0][0], label)]
     return [(file, f"{label.rstrip('/')}/{name}") for file, name in out]
@@ -296,8 +301,21 @@ def lines_of(text: str) -> list[str]:
 
 
 def one_line(text: str) -> str:
-    """A speaker, time or turn id on one line: any line boundary becomes a space."""
-    return " ".join(lines_of(text)) if text else text
+    """A speaker, time or turn id as one visible line (``kb.controls.clean_label``): a line
+    boundary or control character becomes a space, an invisible format character goes."""
+    return clean_label(text)
+
+
+def clean_meta(value: Any) -> Any:
+    """``meta`` of an item with every string in it (keys too) a ``clean_label``: the ledger stores
+    it as one line, and ``kb evidence list`` and the agents show it."""
+    if isinstance(value, str):
+        return clean_label(value)
+    if isinstance(value, dict):
+        return {clean_label(str(k)): clean_meta(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_meta(v) for v in value]
+    return value
 
 
 def parse_messages(text: str, name: str) -> list[Message]:
@@ -308,7 +326,7 @@ def parse_messages(text: str, name: str) -> list[Message]:
     if stripped.startswith("["):
         data = load_json(stripped, name)
     elif stripped.startswith("{") and "\n" in stripped and _looks_like_jsonl(stripped):
-        data = [load_json(line, f"{name}:{n}") for n, line in enumerate(stripped.splitlines(), 1) if line.strip()]
+        data = [load_json(line, f"{name}:{n}") for n, line in enumerate(stripped.split("\n"), 1) if line.strip()]
     else:
         data = load_json(stripped, name)
         if isinstance(data, dict):
@@ -331,7 +349,7 @@ def parse_messages(text: str, name: str) -> list[Message]:
 
 
 def _looks_like_jsonl(text: str) -> bool:
-    first = text.splitlines()[0].strip()
+    first = text.split("\n")[0].strip()  # JSONL lines end at \n only: a JSON string may hold U+2028 raw
     try:
         json.loads(first)
         return True
@@ -372,8 +390,9 @@ def render_messages(messages: Iterable[Message]) -> str:
     """One message per line block; continuation lines are indented so they never look like turns."""
     out = []
     for msg in messages:
-        head = f"[{msg.time}] " if msg.time else ""
-        who = f"{msg.speaker} ({msg.turn_id})" if msg.turn_id else msg.speaker
+        head = f"[{one_line(msg.time)}] " if msg.time else ""
+        speaker = one_line(msg.speaker)
+        who = f"{speaker} ({one_line(msg.turn_id)})" if msg.turn_id else speaker
         lines = lines_of(msg.text.strip("\n\r")) or [""]
         out.append(f"{head}{who}: {lines[0]}".rstrip())
         out.extend(("    " + line).rstrip() for line in lines[1:])
@@ -407,7 +426,7 @@ def prepare_messages(
     meta.setdefault("messages", len(messages))
     refuse_secrets(content, source, allow, stored=True)
     content = redact_personal(content, meta, privacy, detector)
-    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source, meta)
+    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, clean_label(source), clean_meta(meta))
 
 
 def prepare(
@@ -457,4 +476,4 @@ def prepare(
         content = normalise_text(text)
     refuse_secrets(content, name, allow, stored=messages_read)
     content = redact_personal(content, meta, privacy, detector)
-    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, source or name, meta)
+    return PreparedItem(evidence_id(kind, scope, content), kind, scope, content, clean_label(source or name), clean_meta(meta))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import FormatError, UsageError
-from kb.intake import Message, load_json, message_from_dict, parse_messages, read_input
+from kb.intake import Message, load_json, message_from_dict, one_line, parse_messages, read_input
 from kb.yamltext import YamlProblem, load_yaml
 
 MAX_CASE_BYTES = 64 * 1024 * 1024  # a case file holds whole conversations
@@ -95,8 +95,9 @@ def _locomo_turn(turn: Any, where: str, date: str) -> Message:
     text = str(turn.get("text", ""))
     if caption:
         text += f" [shares a photo: {caption}]"
-    turn_id = turn.get("dia_id")
-    return Message(str(turn["speaker"]), text, date, str(turn_id) if _is_text(turn_id) and str(turn_id) else None)
+    raw_id = turn.get("dia_id")
+    turn_id = one_line(str(raw_id)) if _is_text(raw_id) else ""
+    return Message(one_line(str(turn["speaker"])), text, date, turn_id or None)
 
 
 def locomo_sessions(sample: dict[str, Any], name: str) -> list[Session]:
@@ -104,9 +105,9 @@ def locomo_sessions(sample: dict[str, Any], name: str) -> list[Session]:
     if not isinstance(conv, dict) or "speaker_a" not in conv:
         raise _bad(name, "not a LoCoMo sample (no conversation.speaker_a)")
     for key in ("speaker_a", "speaker_b"):
-        if not isinstance(conv.get(key), str) or not conv[key].strip():
+        if not isinstance(conv.get(key), str) or not one_line(conv[key]).strip():
             raise _bad(name, f"conversation.{key} must be a speaker's name")
-    speakers = (conv["speaker_a"], conv["speaker_b"])
+    speakers = (one_line(conv["speaker_a"]), one_line(conv["speaker_b"]))
     sessions = []
     numbers = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_[0-9]+", k))
     for n in numbers:

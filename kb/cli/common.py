@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from kb.controls import json_visible, visible
 from kb.errors import UsageError
 from kb.progress import report
 
@@ -70,11 +71,22 @@ def open_repo() -> Repo:
 
 
 def echo(text: str) -> None:
+    """Print ``text`` on stdout with any control character in it shown as an escape
+    (``kb.controls.visible``): what commands print holds stored text (evidence, pages, sources),
+    which must not drive the terminal."""
+    typer.echo(visible(text))
+
+
+def echo_styled(text: str) -> None:
+    """Print ``text`` as it is: for a line with deliberate terminal styling whose stored parts the
+    caller passed through ``kb.controls.visible`` itself."""
     typer.echo(text)
 
 
 def print_json(data: Any, indent: int | None = 2) -> None:
-    typer.echo(json.dumps(data, ensure_ascii=False, sort_keys=True, indent=indent))
+    """``data`` as JSON, the exact stored values; the characters a terminal would obey are
+    written as JSON escapes (``kb.controls.json_visible``)."""
+    typer.echo(json_visible(json.dumps(data, ensure_ascii=False, sort_keys=True, indent=indent)))
 
 
 def parse_cutoffs(text: str) -> list[int]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kb.cli.common import echo, open_repo
+from kb.cli.common import echo, open_repo, print_json
 
 evidence_app = typer.Typer(help="The append-only evidence log.\n\nExample: kb evidence list", no_args_is_help=True)
 
@@ -97,6 +96,6 @@ def list_items(
 
     for entry in list_entries(open_repo(), user, kind):
         if as_json:
-            echo(json.dumps(entry.payload() | {"hash": entry.hash}, sort_keys=True, ensure_ascii=False))
+            print_json(entry.payload() | {"hash": entry.hash}, indent=None)
         else:
             echo(f"{entry.id}  {entry.kind:<12} {entry.scope:<16} {entry.lines:>5} lines  {entry.added_at}  {entry.source}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -104,6 +103,6 @@ def context(
 
     result = build_context(open_repo(), user, question, budget, variant)
     if as_json:
-        echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, sort_keys=True))
+        print_json(result.to_dict())
     else:
         echo(result.text())

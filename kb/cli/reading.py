@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kb.cli.common import AsOpt, CommitOpt, JsonOpt, echo, open_repo, print_json, progress
+from kb.cli.common import AsOpt, CommitOpt, JsonOpt, echo, echo_styled, open_repo, print_json, progress
+from kb.controls import visible
 
 if TYPE_CHECKING:
     from kb.repo import Repo
@@ -82,7 +83,8 @@ def _say_if_behind(repo: Repo, served: str) -> None:
 
 def _print_hits(hits: list[Hit], query: str) -> None:
     """Each hit: where (page, section path, lines), the passage that matched with the query's
-    terms in bold on a terminal, then the page's L0."""
+    terms in bold on a terminal, then the page's L0. The stored parts are made visible
+    (``kb.controls.visible``) before the styling goes in."""
     from kb.retrieval.snippet import passage
 
     if not hits:
@@ -92,12 +94,12 @@ def _print_hits(hits: list[Hit], query: str) -> None:
     for n, hit in enumerate(hits, 1):
         ranks = ", ".join(f"{name} #{rank}" for name, rank in sorted(hit.ranks.items()))
         section = " › ".join(hit.headings[1:] if hit.kind == "page" else hit.headings) or hit.anchor
-        where = f"{hit.id} › {section}" if section else hit.id
-        echo(f"{n:>2}. [{hit.kind}] {bold}{where}{plain}  L{hit.line_start}-{hit.line_end}  score {hit.score:.4f} ({ranks})")
-        shown = passage(hit.text, query)
-        echo(f"    {shown.highlighted(bold, plain) if tty else shown.text}")
+        where = visible(f"{hit.id} › {section}" if section else hit.id)
+        echo_styled(f"{n:>2}. [{hit.kind}] {bold}{where}{plain}  L{hit.line_start}-{hit.line_end}  score {hit.score:.4f} ({ranks})")
+        shown = passage(visible(hit.text), query)
+        echo_styled(f"    {shown.highlighted(bold, plain) if tty else shown.text}")
         if hit.kind == "page" and hit.summary:
-            echo(f"    {dim}{hit.title}: {hit.summary}{plain}")
+            echo_styled(f"    {dim}{visible(hit.title)}: {visible(hit.summary)}{plain}")
 
 
 def read(
