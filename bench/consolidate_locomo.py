@@ -1,7 +1,7 @@
 """Consolidation benchmark (issue 15): one cycle over user memory built from LoCoMo conversations.
 
 Usage: python bench/consolidate_locomo.py [--locomo ../shared/data/locomo/locomo-dev.json]
-       [--conversations 3] [--k 10] [--json]
+       [--conversations 3] [--k 10] [--json] [--keep DIR]
 
 The memory is built once, as ``kb eval memory`` builds it (``pipeline.eval.memory``: each
 conversation ingested for both speakers through the reviewed loop, the configured agents: the
@@ -171,13 +171,17 @@ def main() -> int:
     parser.add_argument("--conversations", type=int, default=3, help="first N conversations (0: all)")
     parser.add_argument("--k", default="10", help="comma-separated cut-offs")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", type=Path, help="build the repository in this (new) folder and keep it, to compare trees")
     args = parser.parse_args()
     if not args.locomo.is_file():
         print(f"no LoCoMo file at {args.locomo}: pass --locomo (third-party data, see ../shared/data/README)", file=sys.stderr)
         return 2
     ks = [int(k) for k in args.k.split(",")]
-    with tempfile.TemporaryDirectory(prefix="kb-bench-consolidate-") as tmp:
-        out = run(args.locomo, args.conversations or 0, ks, Path(tmp))
+    if args.keep is not None:
+        out = run(args.locomo, args.conversations or 0, ks, args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="kb-bench-consolidate-") as tmp:
+            out = run(args.locomo, args.conversations or 0, ks, Path(tmp))
     print(json.dumps(out, indent=1) if args.json else "\n".join(lines(out, ks)))
     return 0
 
