@@ -33,8 +33,9 @@ from typing import Any
 
 from kb.repo import Repo
 from kb.retrieval.build import build_index
-from pipeline.consolidate.cycle import cycle_status, run_consolidation
+from pipeline.consolidate.cycle import run_consolidation
 from pipeline.consolidate.record import current_cycle
+from pipeline.consolidate.status import RunStatus, cycle_status
 from pipeline.consolidate.view import CommitView
 from pipeline.eval.inputs import load_locomo
 from pipeline.eval.memory import eval_repository, ingest_locomo, measure_locomo, slug
@@ -91,7 +92,7 @@ def run(locomo: Path, conversations: int, ks: list[int], workdir: Path) -> dict[
     for _ in range(20):  # each run resumes the cycle; caps may stop one early
         report = run_consolidation(repo, scope="all", max_changes=10**6, build_index=False)
         runs.append(report)
-        if report.status != "open" or not (report.batches_done or report.merged):
+        if report.status is not RunStatus.OPEN or not (report.batches_done or report.merged):
             break
     cycle_s = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -101,7 +102,7 @@ def run(locomo: Path, conversations: int, ks: list[int], workdir: Path) -> dict[
     found = [f for r in runs for f in r.found]
     after = census(repo) | {"recall": recall(repo, samples, ks), "per_conversation": {c: census(repo, p) for c, p in users.items()}}
     record = current_cycle(repo)
-    in_scope = len(record["pages"]) if record else 0
+    in_scope = len(record.pages) if record else 0
     return {
         "locomo": str(locomo),
         "conversations": [s.get("sample_id") for s in samples],
@@ -116,8 +117,8 @@ def run(locomo: Path, conversations: int, ks: list[int], workdir: Path) -> dict[
             "actions": status["actions"],
             "merged_branches": sum(len(r.merged) for r in runs),
             "left_for_a_person": sorted({b for r in runs for b in r.needs_human}),
-            "found": dict(sorted(Counter(f"{f['kind']}{'' if f['fixed'] else ' (not fixed)'}" for f in found).items())),
-            "duplicates_found": sum(1 for f in found if f["kind"] == "duplicate"),
+            "found": dict(sorted(Counter(f"{f.kind}{'' if f.fixed else ' (not fixed)'}" for f in found).items())),
+            "duplicates_found": sum(1 for f in found if f.kind == "duplicate"),
             "skipped": sorted({s for r in runs for s in r.skipped}),
             "pages_in_scope": in_scope,
             "seconds": round(cycle_s, 1),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from agents.backend import WriteBackend
 from agents.protocols import AgentIdentity, ProposalTask, ProposerOutcome
-from pipeline.consolidate.jobs import JobResult
+from pipeline.consolidate.result import JobResult
 
 CONSOLIDATION_PROPOSER = AgentIdentity("kb-offline/consolidate", "kb-consolidate")
 
