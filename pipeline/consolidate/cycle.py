@@ -1,6 +1,6 @@
-"""One consolidation cycle: plan, batches, branches through review and merge, coverage, resume.
+"""One consolidation cycle: batches, branches through review and merge, resume.
 
-``plan_cycle`` is pure (a commit in, a plan out). ``run_consolidation`` holds the repository
+The plan is pure (``plan.plan_cycle``: a commit in, a plan out). ``run_consolidation`` holds the repository
 write lock for the whole run; for each batch still to do it runs the jobs on main's current
 head, and when they change anything proposes the change on a branch named from a hash of the
 job's inputs, has it reviewed (``pipeline.review``) and merged (``pipeline.merge``), then records
