@@ -40,6 +40,8 @@ _._fingerprints  # kb/config.py: Secrets' @field_validator on allow (fingerprint
 _._owner_name  # kb/config.py: Forge's @field_validator on repository (owner/name)
 _._env_name  # kb/config.py: Forge's @field_validator on the token variables (names, never tokens)
 _._url  # kb/config.py: Forge's @field_validator on api_url
+_._without_unset  # pipeline/consolidate/record.py: the records' @model_serializer (keys absent until set)
+_.job  # pipeline/consolidate/record.py: FoundRecord.job, a field only written to the record
 _._branch_name  # kb/config.py: Forge's @field_validator on default_branch (a valid git branch name)
 _._github_needs_a_repository  # kb/config.py: Forge's @model_validator (kind github names its repository)
 _._retention_rules  # kb/config.py: Config's @field_validator on retention (kinds or scopes, ages in days)

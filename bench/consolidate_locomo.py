@@ -1,7 +1,7 @@
 """Consolidation benchmark (issue 15): one cycle over user memory built from LoCoMo conversations.
 
 Usage: python bench/consolidate_locomo.py [--locomo ../shared/data/locomo/locomo-dev.json]
-       [--conversations 3] [--k 10] [--json]
+       [--conversations 3] [--k 10] [--json] [--keep DIR]
 
 The memory is built once, as ``kb eval memory`` builds it (``pipeline.eval.memory``: each
 conversation ingested for both speakers through the reviewed loop, the configured agents: the
@@ -33,8 +33,9 @@ from typing import Any
 
 from kb.repo import Repo
 from kb.retrieval.build import build_index
-from pipeline.consolidate.cycle import cycle_status, run_consolidation
+from pipeline.consolidate.cycle import run_consolidation
 from pipeline.consolidate.record import current_cycle
+from pipeline.consolidate.status import RunStatus, cycle_status
 from pipeline.consolidate.view import CommitView
 from pipeline.eval.inputs import load_locomo
 from pipeline.eval.memory import eval_repository, ingest_locomo, measure_locomo, slug
@@ -91,7 +92,7 @@ def run(locomo: Path, conversations: int, ks: list[int], workdir: Path) -> dict[
     for _ in range(20):  # each run resumes the cycle; caps may stop one early
         report = run_consolidation(repo, scope="all", max_changes=10**6, build_index=False)
         runs.append(report)
-        if report.status != "open" or not (report.batches_done or report.merged):
+        if report.status is not RunStatus.OPEN or not (report.batches_done or report.merged):
             break
     cycle_s = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -101,7 +102,7 @@ def run(locomo: Path, conversations: int, ks: list[int], workdir: Path) -> dict[
     found = [f for r in runs for f in r.found]
     after = census(repo) | {"recall": recall(repo, samples, ks), "per_conversation": {c: census(repo, p) for c, p in users.items()}}
     record = current_cycle(repo)
-    in_scope = len(record["pages"]) if record else 0
+    in_scope = len(record.pages) if record else 0
     return {
         "locomo": str(locomo),
         "conversations": [s.get("sample_id") for s in samples],
@@ -116,8 +117,8 @@ def run(locomo: Path, conversations: int, ks: list[int], workdir: Path) -> dict[
             "actions": status["actions"],
             "merged_branches": sum(len(r.merged) for r in runs),
             "left_for_a_person": sorted({b for r in runs for b in r.needs_human}),
-            "found": dict(sorted(Counter(f"{f['kind']}{'' if f['fixed'] else ' (not fixed)'}" for f in found).items())),
-            "duplicates_found": sum(1 for f in found if f["kind"] == "duplicate"),
+            "found": dict(sorted(Counter(f"{f.kind}{'' if f.fixed else ' (not fixed)'}" for f in found).items())),
+            "duplicates_found": sum(1 for f in found if f.kind == "duplicate"),
             "skipped": sorted({s for r in runs for s in r.skipped}),
             "pages_in_scope": in_scope,
             "seconds": round(cycle_s, 1),
@@ -171,13 +172,17 @@ def main() -> int:
     parser.add_argument("--conversations", type=int, default=3, help="first N conversations (0: all)")
     parser.add_argument("--k", default="10", help="comma-separated cut-offs")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", type=Path, help="build the repository in this (new) folder and keep it, to compare trees")
     args = parser.parse_args()
     if not args.locomo.is_file():
         print(f"no LoCoMo file at {args.locomo}: pass --locomo (third-party data, see ../shared/data/README)", file=sys.stderr)
         return 2
     ks = [int(k) for k in args.k.split(",")]
-    with tempfile.TemporaryDirectory(prefix="kb-bench-consolidate-") as tmp:
-        out = run(args.locomo, args.conversations or 0, ks, Path(tmp))
+    if args.keep is not None:
+        out = run(args.locomo, args.conversations or 0, ks, args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="kb-bench-consolidate-") as tmp:
+            out = run(args.locomo, args.conversations or 0, ks, Path(tmp))
     print(json.dumps(out, indent=1) if args.json else "\n".join(lines(out, ks)))
     return 0
 

@@ -9,7 +9,7 @@ import typer
 from kb.cli.common import JsonOpt, echo, open_repo, print_json
 
 if TYPE_CHECKING:
-    from pipeline.consolidate.cycle import RunReport
+    from pipeline.consolidate.status import RunReport
 
 consolidate_app = typer.Typer(
     help="Re-verify, dedupe, retire and qualify the knowledge base as reviewed changes with a coverage record.\n\nExample: kb consolidate --plan",
@@ -42,7 +42,8 @@ def consolidate(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from pipeline.consolidate.cycle import needed, run_consolidation
+    from pipeline.consolidate.cycle import run_consolidation
+    from pipeline.consolidate.status import RunStatus, needed
 
     repo = open_repo()
     if if_needed and not plan:
@@ -62,10 +63,10 @@ def consolidate(
     if plan:
         _print_plan(report)
         return
-    if report.status == "nothing-to-do":
+    if report.status is RunStatus.NOTHING_TO_DO:
         echo(f"nothing new since cycle {report.cycle} (complete, coverage {report.percent:g}%): no new cycle started")
         return
-    echo(f"cycle {report.cycle}: {report.status}, coverage {report.percent:g}% ({report.covered}/{report.total})")
+    echo(f"cycle {report.cycle}: {report.status.value}, coverage {report.percent:g}% ({report.covered}/{report.total})")
     echo(f"{len(report.batches_done)} batch(es) done, {len(report.merged)} branch(es) merged, {len(report.needs_human)} left for a person")
     for branch in report.needs_human:
         echo(f"needs a person: {branch} (`kb review {branch}`, merge or delete it; then run kb consolidate again)")
@@ -80,13 +81,13 @@ def consolidate(
 def _print_plan(report: RunReport) -> None:
     echo(f"cycle {report.cycle}: coverage {report.covered}/{report.total}; batches still to do:")
     for batch in report.plan:
-        fixes = [f for f in batch["found"] if f["fixed"]]
+        fixes = [f for f in batch.found if f.fixed]
         echo(
-            f"- {batch['batch']}: {len(batch['would_change'])} page(s) to change, {len(fixes)} fix(es), {len(batch['found']) - len(fixes)} left for a person"
+            f"- {batch.batch}: {len(batch.would_change)} page(s) to change, {len(fixes)} fix(es), {len(batch.found) - len(fixes)} left for a person"
         )
-        for found in batch["found"]:
-            echo(f"    [{found['kind']}] {found['path']}: {found['detail']}")
-        for line in batch["skipped"]:
+        for found in batch.found:
+            echo(f"    [{found.kind}] {found.path}: {found.detail}")
+        for line in batch.skipped:
             echo(f"    skipped: {line}")
 
 
@@ -96,7 +97,7 @@ def status(as_json: JsonOpt = False) -> None:
 
     Example: kb consolidate status --json
     """
-    from pipeline.consolidate.cycle import cycle_status
+    from pipeline.consolidate.status import cycle_status
 
     state = cycle_status(open_repo())
     if as_json:

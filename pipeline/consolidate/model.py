@@ -12,7 +12,7 @@ that still gives none is reported and changes nothing):
 - ``summary``: a new L0 for a page whose L0 no longer fits it (the offline checks judge it).
 
 The model only judges or drafts; what is written is decided by the deterministic jobs
-(``pipeline.consolidate.jobs``): an unsupported claim is restated as its quote, a merge keeps
+(``jobs``, ``dedupe``, ``structure``): an unsupported claim is restated as its quote, a merge keeps
 every citation, an L0 the gate would refuse is not used.
 """
 

@@ -1,7 +1,7 @@
 """The consolidation Proposer: it writes a batch's job results through the branch's backend,
 one commit per job, like any Proposer writes through its ``WriteBackend``.
 
-The jobs decide what is written (``pipeline.consolidate.jobs``), asking the configured model
+The jobs decide what is written (``pipeline.consolidate.plan.run_jobs``), asking the configured model
 (``pipeline.consolidate.model``) what they cannot decide offline; the Proposer's identity is that
 model's when one is configured (so the Reviewer must be of another family). What the jobs found
 and did is returned as the run's transcript.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from agents.backend import WriteBackend
 from agents.protocols import AgentIdentity, ProposalTask, ProposerOutcome
-from pipeline.consolidate.jobs import JobResult
+from pipeline.consolidate.result import JobResult
 
 CONSOLIDATION_PROPOSER = AgentIdentity("kb-offline/consolidate", "kb-consolidate")
 

@@ -6,22 +6,184 @@ commit that did it, the spans it retired with their reason, and what its jobs fo
 ``consolidation/current.json`` names the latest cycle. The record is bookkeeping, not knowledge:
 the cycle commits it itself (holding the write lock), after each batch, so a killed run resumes
 from the last batch it recorded.
+
+The record's types are closed (pydantic models, enums for states and actions): a record reads
+back as written, byte for byte, and one that is not of this shape is a ``FormatError``. Keys
+that a record carries only once they have a value (``reason``, ``rounds``, ``withdrawn`` ...)
+are ``None`` in the models and absent from the file while they are.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from enum import StrEnum
+from typing import Any, ClassVar
 
 import pygit2
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
+from kb.errors import FormatError
 from kb.repo import Repo
+from pipeline.consolidate.view import root_of
 
 RECORD_DIR = "consolidation"
 CURRENT = f"{RECORD_DIR}/current.json"
 REPLAY_FILE = f"{RECORD_DIR}/replay.yaml"
 
-Cycle = dict[str, Any]
+# The one name of "waiting for a person": a batch's state, and the status note on its branch's tip
+# (``pipeline.records.set_status``), as ``kb run`` names a branch that did not converge.
+NEEDS_HUMAN = "needs-human"
+
+
+class Action(StrEnum):
+    """What the cycle did to a page or claim, in rank order: an action only moves up (``outranks``)."""
+
+    PENDING = "pending"
+    VERIFIED = "verified"
+    KEPT = "kept"
+    CHANGED = "changed"
+    QUALIFIED = "qualified"
+    DISPUTED = "disputed"
+    MERGED = "merged"
+    RETIRED = "retired"
+
+    def outranks(self, other: Action) -> bool:
+        """At least as strong as ``other`` (a claim merged away is not later merely verified)."""
+        order = list(Action)
+        return order.index(self) >= order.index(other)
+
+
+class BatchState(StrEnum):
+    PENDING = "pending"
+    DONE = "done"
+    DECLINED = "declined"  # a person closed or deleted its branch: never reopened
+    NEEDS_HUMAN = NEEDS_HUMAN
+
+
+FINISHED = frozenset({BatchState.DONE, BatchState.DECLINED})
+
+
+class BatchKind(StrEnum):
+    PAGES = "pages"  # a folder's pages, up to batch_pages: the per-page jobs
+    DUPLICATES = "duplicates"  # a scope root: dedupe and tiny pages
+    CONFLICTS = "conflicts"  # a scope root: contradicting facts
+
+
+class CycleStatus(StrEnum):
+    OPEN = "open"
+    COMPLETE = "complete"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    WHEN_SET: ClassVar[frozenset[str]] = frozenset()  # keys written only when not None
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if not (v is None and k in self.WHEN_SET)}
+
+
+class FoundRecord(_Record):
+    """One thing a batch found (a job's ``Found``, a review comment, why it was declined)."""
+
+    WHEN_SET: ClassVar[frozenset[str]] = frozenset({"job"})
+    job: str | None = None  # the job that found it; None for a review comment or a decline
+    kind: str
+    path: str
+    detail: str
+    fixed: bool
+
+
+class Withdrawal(_Record):
+    """A page whose change the Reviewer refused: the comment's kind and message."""
+
+    kind: str
+    reason: str
+
+
+class Batch(_Record):
+    WHEN_SET: ClassVar[frozenset[str]] = frozenset({"folder", "root", "skipped", "rounds", "withdrawn"})
+    id: str
+    kind: BatchKind
+    folder: str | None = None  # pages batches
+    root: str | None = None  # duplicates and conflicts batches
+    pages: list[str]
+    state: BatchState = BatchState.PENDING
+    branch: str | None = None
+    commit: str | None = None
+    found: list[FoundRecord] = []
+    skipped: list[str] | None = None
+    rounds: int | None = None
+    withdrawn: dict[str, Withdrawal] | None = None
+
+    @property
+    def scope_root(self) -> str:
+        """The scope root the batch writes in: ``knowledge`` or ``users/<id>``."""
+        return self.root if self.root is not None else root_of(f"{self.folder}/x")
+
+
+class Entry(_Record):
+    """A page or claim in scope: what the cycle did to it, the commit that did it, why."""
+
+    WHEN_SET: ClassVar[frozenset[str]] = frozenset({"reason", "cites"})
+    action: Action = Action.PENDING
+    commit: str | None = None
+    reason: str | None = None
+    cites: str | None = None  # claims: the span their citation names
+
+    def set_action(self, action: Action, commit: str, reason: str = "") -> None:
+        """Record ``action`` unless the entry has a stronger one already."""
+        if action.outranks(self.action) or self.action is Action.PENDING:
+            self.action = action
+            self.commit = commit
+            if reason:
+                self.reason = reason
+
+
+class Retired(_Record):
+    span: str
+    reason: str
+    batch: str
+
+
+class Cycle(_Record):
+    WHEN_SET: ClassVar[frozenset[str]] = frozenset({"content"})
+    cycle: str
+    base: str
+    scope: str
+    started_at: str
+    finished_at: str | None = None
+    status: CycleStatus = CycleStatus.OPEN
+    evidence_count: int
+    batch_pages: int
+    batches: list[Batch]
+    pages: dict[str, Entry]
+    claims: dict[str, Entry]
+    retired: list[Retired] = []
+    replay: float | None = None
+    content: str | None = None  # a hash of the tree it completed on (but the record): see status.content_digest
+
+    def entries_of(self, path: str) -> list[Entry]:
+        """The page's entry and its claims' entries."""
+        page = self.pages.get(path)
+        return ([page] if page is not None else []) + [e for k, e in self.claims.items() if k.rsplit("#", 1)[0] == path]
+
+    def dumps(self) -> str:
+        """The record file's text (sorted keys, one-space indent: diffs stay small)."""
+        return json.dumps(self.model_dump(mode="json"), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def loads(cls, data: bytes | str, where: str) -> Cycle:
+        try:
+            return cls.model_validate_json(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            at = ".".join(str(p) for p in first["loc"])
+            raise FormatError(
+                f"{where} is not a consolidation record: {at}: {first['msg']}",
+                hint="restore it from git history (`git log -- consolidation/`); kb writes it, it is not edited by hand",
+            ) from None
 
 
 def cycle_path(cycle_id: str) -> str:
@@ -36,10 +198,11 @@ def _json_at(repo: Repo, commit: pygit2.Commit | None, path: str) -> Any:
 def current_cycle(repo: Repo, commit: pygit2.Commit | None = None) -> Cycle | None:
     commit = commit if commit is not None else repo.head()
     pointer = _json_at(repo, commit, CURRENT)
-    if not isinstance(pointer, dict) or "cycle" not in pointer:
+    if not isinstance(pointer, dict) or "cycle" not in pointer or commit is None:
         return None
-    cycle = _json_at(repo, commit, cycle_path(str(pointer["cycle"])))
-    return cycle if isinstance(cycle, dict) else None
+    path = cycle_path(str(pointer["cycle"]))
+    data = repo.read_at(commit, path)
+    return None if data is None else Cycle.loads(data, path)
 
 
 def all_cycles(repo: Repo, commit: pygit2.Commit | None = None) -> list[Cycle]:
@@ -47,16 +210,19 @@ def all_cycles(repo: Repo, commit: pygit2.Commit | None = None) -> list[Cycle]:
     if commit is None:
         return []
     files = repo.tree_files(commit, (f"{RECORD_DIR}/cycles/",))
-    return [json.loads(repo.read_blob(oid)) for _, oid in sorted(files.items())]
+    return [Cycle.loads(repo.read_blob(oid), path) for path, oid in sorted(files.items())]
+
+
+def pointer_text(cycle: Cycle) -> str:
+    """``consolidation/current.json``: the latest cycle and its status."""
+    return json.dumps({"cycle": cycle.cycle, "status": cycle.status.value}, sort_keys=True) + "\n"
 
 
 def commit_record(repo: Repo, cycle: Cycle, message: str) -> str:
     """Commit ``cycle`` (and the pointer to it) on main; call it holding the write lock."""
     head = repo.head()
     assert head is not None
-    data = json.dumps(cycle, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    pointer = json.dumps({"cycle": cycle["cycle"], "status": cycle["status"]}, sort_keys=True) + "\n"
-    changes = {cycle_path(cycle["cycle"]): data.encode(), CURRENT: pointer.encode()}
+    changes = {cycle_path(cycle.cycle): cycle.dumps().encode(), CURRENT: pointer_text(cycle).encode()}
     if all(repo.read_at(head, p) == c for p, c in changes.items()):
         return str(head.id)
     index = pygit2.Index()
@@ -65,7 +231,7 @@ def commit_record(repo: Repo, cycle: Cycle, message: str) -> str:
         index.add(pygit2.IndexEntry(path, repo.git.create_blob(content), pygit2.enums.FileMode.BLOB))
     tree = index.write_tree(repo.git)
     sig = repo.signature()
-    text = f"{message}\n\nKb-Consolidation: {cycle['cycle']}\n"
+    text = f"{message}\n\nKb-Consolidation: {cycle.cycle}\n"
     oid = repo.git.create_commit(None, sig, sig, text, tree, [head.id])
     repo.move_head(oid)
     return str(oid)
@@ -73,5 +239,5 @@ def commit_record(repo: Repo, cycle: Cycle, message: str) -> str:
 
 def coverage(cycle: Cycle) -> tuple[int, int]:
     """(covered, total) pages and claims of the cycle's scope."""
-    items = list(cycle["pages"].values()) + list(cycle["claims"].values())
-    return sum(1 for i in items if i["action"] != "pending"), len(items)
+    items = list(cycle.pages.values()) + list(cycle.claims.values())
+    return sum(1 for i in items if i.action is not Action.PENDING), len(items)

@@ -12,24 +12,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from agents.offline.documents import REMOVED, _outline, _outline_entries, _sections
-from kb.markdown import FOOTDEF_RE, FOOTREF_RE
+from kb.markdown import FOOTDEF_RE, FOOTREF_RE, Claim
 from kb.page import Page, page_id_for_path, parse_page, render_page
 from kb.scopes import scope_for_path
 from kb.tokens import count_tokens
-from pipeline.consolidate.jobs import (
-    Found,
-    JobResult,
-    _add_related,
-    _current,
-    _l0_faults,
-    _next_label,
-    _section_of_line,
-    _set_page,
-    _slug,
-    _strip_refs,
-    claim_key,
-    current_conflicts,
-)
+from pipeline.consolidate.conflicts import current_conflicts
+from pipeline.consolidate.jobs import l0_faults
+from pipeline.consolidate.page_text import add_related, is_current, next_label, section_of_line, set_page, slug, strip_refs
+from pipeline.consolidate.record import Action
+from pipeline.consolidate.result import Found, JobResult, claim_key
 from pipeline.consolidate.view import Texts, folder_of, root_of
 
 OVERVIEW = "Overview"
@@ -71,10 +62,10 @@ def built_l0(path: str, meta: dict[str, Any], body: str, max_words: int = 40) ->
     """An L0 as ``rewrite_l0`` builds one offline: ``title: first claim`` (or the first claim)
     within ``max_words``, the first the checks find nothing unstated in; else the title."""
     page = Page(path, dict(meta) | {"summary": meta.get("title", "")}, body, 0)
-    claims = [_strip_refs(c.text) for c in page.structure.claims if _section_of_line(page, c.line) not in ("History", OVERVIEW)]
+    claims = [strip_refs(c.text) for c in page.structure.claims if section_of_line(page, c.line) not in ("History", OVERVIEW)]
     for words in [f"{meta['title']}: {claims[0]}".split(), claims[0].split()] if claims else []:
         candidate = " ".join(words[:max_words]) + (" …" if len(words) > max_words else "")
-        if not _l0_faults(Page(path, dict(meta) | {"summary": candidate}, body, 0)):
+        if not l0_faults(Page(path, dict(meta) | {"summary": candidate}, body, 0)):
             return candidate
     return f"{meta['title']}."
 
@@ -112,7 +103,7 @@ def split_oversized(
     taken = set(_all_paths(texts))
     for path in paths:
         page = texts.page(path)
-        if page is None or not _current(page) or str(page.meta.get("type")) in NOT_MERGED:
+        if page is None or not is_current(page) or str(page.meta.get("type")) in NOT_MERGED:
             continue
         tokens = count_tokens(page.body)
         if tokens <= max_tokens:
@@ -152,7 +143,7 @@ def _child(page: Page, child_path: str, title: str, content: list[str], l1_token
         outline = _outline(_outline_entries(_sections(content)))
         content = [f"## {OVERVIEW}", "", _OUTLINE_LEAD, "", *outline, "", *content]
     body = "\n".join([f"# {child_title}", "", *content, "", *child_defs]) + "\n"
-    body = _add_related(body, f"- Part of [[{page_id_for_path(page.path)}]].")
+    body = add_related(body, f"- Part of [[{page_id_for_path(page.path)}]].")
     meta: dict[str, Any] = {
         "id": page_id_for_path(child_path),
         "type": page.meta.get("type", "fact"),
@@ -211,7 +202,7 @@ def _split(
     children: list[tuple[str, str]] = []  # (child id, its L0)
     moved_rows: set[int] = set()
     for title, anchor, start, end in parts:
-        child_path = _unique_path(folder_of(path), f"{path.rsplit('/', 1)[-1][:-3]}-{_slug(title) or 'part'}", taken)
+        child_path = _unique_path(folder_of(path), f"{path.rsplit('/', 1)[-1][:-3]}-{slug(title) or 'part'}", taken)
         child_id = page_id_for_path(child_path)
         content = rows[start:end]
         while content and not content[-1].strip():
@@ -223,7 +214,7 @@ def _split(
             if start <= section.line - page.header_lines - 1 < end:
                 moved_anchor[section.anchor] = child_id if section.anchor == anchor else f"{child_id}#{section.anchor}"
         for label in labels:
-            result.claims[claim_key(path, label)] = ("changed", f"moved with its citation to {child_id} (page split)")
+            result.claims[claim_key(path, label)] = (Action.CHANGED, f"moved with its citation to {child_id} (page split)")
     listing = ["This page was split into parts (it was over the page budget):", "", *(f"- [[{c}]]: {l0}" for c, l0 in children)]
     body, left = _parent_body(page, sections, moved_rows, listing)
     meta = dict(page.meta)
@@ -234,10 +225,10 @@ def _split(
     if facts:
         meta["facts"] = facts
     l0 = f"{page.title}, in parts: {', '.join(title for title, *_ in parts)}."
-    if not _l0_faults(Page(path, meta | {"summary": l0}, body, 0)):  # the old L0 may name what moved
+    if not l0_faults(Page(path, meta | {"summary": l0}, body, 0)):  # the old L0 may name what moved
         meta["summary"] = l0
     result.changes[path] = render_page(meta, body)
-    result.pages[path] = "changed"
+    result.pages[path] = Action.CHANGED
     result.found.append(Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): split into {', '.join(c for c, _ in children)}"))
     _retarget_links(texts, root_of(path), parent_id, moved_anchor, result, frozen)
 
@@ -256,7 +247,7 @@ def _retarget_links(texts: Texts, root: str, target_id: str, moved: dict[str, st
             new = re.sub(rf"\[\[{re.escape(target_id)}(?:\.md)?#{re.escape(anchor)}(?=[\]|])", f"[[{to}", new)
         if new != text:
             result.changes[path] = new
-            result.pages.setdefault(path, "changed")
+            result.pages.setdefault(path, Action.CHANGED)
             result.found.append(Found("link", path, f"links to moved sections of [[{target_id}]] retargeted to its parts"))
 
 
@@ -272,9 +263,9 @@ def subject_words(page: Page) -> frozenset[str]:
     return frozenset(w for w in _TITLE_WORD.findall(f"{page.title} {name}".lower()) if w not in _GENERIC)
 
 
-def _own_claims(page: Page) -> list[Any]:
+def _own_claims(page: Page) -> list[Claim]:
     """Cited claims in the page's current sections (not Overview, History or Related)."""
-    return [c for c in page.structure.claims if c.labels and _section_of_line(page, c.line) not in (OVERVIEW, "History", "Related")]
+    return [c for c in page.structure.claims if c.labels and section_of_line(page, c.line) not in (OVERVIEW, "History", "Related")]
 
 
 def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str, frozen: frozenset[str] = frozenset()) -> JobResult:
@@ -289,7 +280,7 @@ def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str, 
     if max_claims < 1:
         return result
     paths = list(paths)
-    pages = {p: page for p in paths if (page := texts.page(p)) is not None and _current(page)}
+    pages = {p: page for p in paths if (page := texts.page(p)) is not None and is_current(page)}
     merged_away: set[str] = set()
     targets: set[str] = set()
     bodies: dict[str, str] = {}
@@ -328,8 +319,8 @@ def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str, 
         bodies[path] = page.body.rstrip("\n") + f"\n\n> Deprecated: merged into [[{page_id_for_path(target.path)}]].\n"
         merged_away.add(path)
         targets.add(target.path)
-        result.pages[path] = "merged"
-        result.pages.setdefault(target.path, "changed")
+        result.pages[path] = Action.MERGED
+        result.pages.setdefault(target.path, Action.CHANGED)
         result.found.append(Found("tiny", path, f"{len(claims)} claim(s): merged into {target.path}, deprecated"))
     for path in sorted(bodies):
         result.changes[path] = render_page(metas[path], bodies[path])
@@ -340,7 +331,7 @@ def merge_tiny(texts: Texts, paths: Iterable[str], max_claims: int, today: str, 
 
 
 def _merge_into(
-    page: Page, claims: list[Any], target: str, bodies: dict[str, str], metas: dict[str, dict[str, Any]], result: JobResult
+    page: Page, claims: list[Claim], target: str, bodies: dict[str, str], metas: dict[str, dict[str, Any]], result: JobResult
 ) -> None:
     """``page``'s claim rows appended to ``target`` under ``## <its title>``, labels renumbered."""
     rows = page.body.splitlines()
@@ -361,7 +352,7 @@ def _merge_into(
     for label in _labels(lines):
         if label not in defs:
             continue
-        new = _next_label(body + "\n" + "\n".join(f"[^{x}]" for x in relabel.values()))
+        new = next_label(body + "\n" + "\n".join(f"[^{x}]" for x in relabel.values()))
         relabel[label] = new
         new_defs.append(f"[^{new}]:" + defs[label].split(":", 1)[1])  # the citation as written, relabelled
     moved = [FOOTREF_RE.sub(lambda m: f"[^{relabel.get(m.group(1), m.group(1))}]", r) for r in lines]
@@ -371,7 +362,7 @@ def _merge_into(
         at -= 1
     body_rows[at:at] = ["", f"## {page.title}", "", *moved, ""]
     body = "\n".join(body_rows).rstrip("\n") + "\n" + "\n".join(new_defs) + "\n"
-    bodies[target] = _add_related(re.sub(r"\n{3,}", "\n\n", body), f"- Statements merged here from [[{page_id_for_path(page.path)}]].")
+    bodies[target] = add_related(re.sub(r"\n{3,}", "\n\n", body), f"- Statements merged here from [[{page_id_for_path(page.path)}]].")
     meta = metas[target]
     if "sources" in meta or new_defs:
         meta["sources"] = sorted(set(meta.get("sources") or []) | set(_sources(new_defs)))
@@ -386,7 +377,7 @@ def _merge_into(
     for claim in claims:
         for label in claim.labels:
             result.claims[claim_key(page.path, label)] = (
-                "merged",
+                Action.MERGED,
                 f"merged with its citation into {page_id_for_path(target)} [^{relabel.get(label, label)}]",
             )
 
@@ -399,12 +390,12 @@ def _retarget_page_links(texts: Texts, root: str, old: str, new: str, skip: set[
             continue
         text = result.changes.get(path) or texts.text(path)
         page = texts.page(path)
-        if text is None or page is None or not _current(page) or page.meta.get("type") == "index":
+        if text is None or page is None or not is_current(page) or page.meta.get("type") == "index":
             continue
         changed = pattern.sub(f"[[{new}", text)
         if changed != text:
             result.changes[path] = changed
-            result.pages.setdefault(path, "changed")
+            result.pages.setdefault(path, Action.CHANGED)
             result.found.append(Found("link", path, f"[[{old}]] was merged into [[{new}]]; link retargeted"))
 
 
@@ -418,7 +409,7 @@ def rewrite_l1(texts: Texts, paths: Iterable[str]) -> JobResult:
     result = JobResult()
     for path in paths:
         page = texts.page(path)
-        if page is None or not _current(page):
+        if page is None or not is_current(page):
             continue
         sections = [s for s in _rows_of_h2(page) if s[0] == OVERVIEW]
         if not sections:
@@ -444,7 +435,7 @@ def rewrite_l1(texts: Texts, paths: Iterable[str]) -> JobResult:
         what = "; ".join(
             x for x in (f"named gone section(s) {', '.join(gone)}" if gone else "", f"missed {', '.join(missing)}" if missing else "") if x
         )
-        result.changes[path] = _set_page(page, body="\n".join(rows) + "\n")
-        result.pages[path] = "changed"
+        result.changes[path] = set_page(page, body="\n".join(rows) + "\n")
+        result.pages[path] = Action.CHANGED
         result.found.append(Found("l1", path, f"the Overview's outline {what}; rebuilt from the sections"))
     return result

@@ -14,8 +14,9 @@ from ci.run import run_checks
 from kb.page import parse_page
 from kb.repo import Repo
 from pipeline.consolidate import cycle as cycle_module
-from pipeline.consolidate.cycle import cycle_status, run_consolidation
-from pipeline.consolidate.record import current_cycle
+from pipeline.consolidate.cycle import run_consolidation
+from pipeline.consolidate.record import Batch, BatchState, Cycle, CycleStatus, current_cycle
+from pipeline.consolidate.status import cycle_status
 from tests.pipeline.consolidate.seeded import FOLDER, TODAY, seed
 
 
@@ -34,7 +35,7 @@ def test_one_cycle_finds_and_fixes_each_seeded_defect_through_reviewed_merges(tm
     report = run_consolidation(repo, batch_pages=4, today=TODAY, build_index=False)
 
     assert report.status == "complete" and report.percent == 100.0 and report.needs_human == []
-    kinds = {(f["kind"], f["fixed"]) for f in report.found}
+    kinds = {(f.kind, f.fixed) for f in report.found}
     for kind in ("grounding", "duplicate", "expired", "conflict", "link", "l0", "index", "oversized", "tiny", "l1"):
         assert (kind, True) in kinds, kind
     # every change went through review and merge: a merge commit per branch, with the Reviewer's trailers
@@ -85,13 +86,13 @@ def test_one_cycle_finds_and_fixes_each_seeded_defect_through_reviewed_merges(tm
     assert {"merged", "retired", "qualified", "disputed", "changed", "verified"} <= set(status["actions"])
     record = current_cycle(repo)
     assert record is not None
-    assert record["claims"][f"{FOLDER}/support.md#1"]["action"] == "merged"
-    assert record["claims"][f"{FOLDER}/team.md#1"]["action"] == "retired"
-    assert record["claims"][f"{FOLDER}/shipping.md#1"]["reason"] == f"moved with its citation to {FOLDER}/shipping-delivery (page split)"
-    assert record["claims"][f"{FOLDER}/pricing-students.md#1"]["action"] == "merged"
-    assert record["pages"][f"{FOLDER}/pricing-students.md"]["action"] == "merged"
-    assert record["retired"] == []  # nothing left uncited: the split and the merge moved every span
-    assert all(e["commit"] for e in record["pages"].values())
+    assert record.claims[f"{FOLDER}/support.md#1"].action == "merged"
+    assert record.claims[f"{FOLDER}/team.md#1"].action == "retired"
+    assert record.claims[f"{FOLDER}/shipping.md#1"].reason == f"moved with its citation to {FOLDER}/shipping-delivery (page split)"
+    assert record.claims[f"{FOLDER}/pricing-students.md#1"].action == "merged"
+    assert record.pages[f"{FOLDER}/pricing-students.md"].action == "merged"
+    assert record.retired == []  # nothing left uncited: the split and the merge moved every span
+    assert all(e.commit for e in record.pages.values())
 
 
 def test_second_cycle_with_nothing_new_proposes_nothing(tmp_path: Path) -> None:
@@ -135,16 +136,16 @@ def test_killed_cycle_resumes_without_redoing_finished_batches(tmp_path: Path, m
     with pytest.raises(KeyboardInterrupt):
         run_consolidation(repo, batch_pages=4, today=TODAY, build_index=False)
     record = current_cycle(repo)
-    assert record is not None and record["status"] == "open"
-    finished = [b["id"] for b in record["batches"] if b["state"] == "done"]
+    assert record is not None and record.status is CycleStatus.OPEN
+    finished = [b.id for b in record.batches if b.state is BatchState.DONE]
     merged_before = len(merges(repo))
     assert merged_before == 2
     monkeypatch.setattr(cycle_module, "merge_branch", real)
     proposed: list[str] = []
     real_propose = cycle_module._propose_batch
 
-    def spy(repo_: Repo, cycle: dict, batch: dict, *rest: object) -> None:
-        proposed.append(batch["id"])
+    def spy(repo_: Repo, cycle: Cycle, batch: Batch, *rest: object) -> None:
+        proposed.append(batch.id)
         real_propose(repo_, cycle, batch, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(cycle_module, "_propose_batch", spy)
@@ -162,9 +163,11 @@ def test_a_change_that_hides_a_replay_answer_is_refused(tmp_path: Path) -> None:
 """
     repo, _ = seed(tmp_path / "kb", replay=replay)
     report = run_consolidation(repo, batch_pages=4, today=TODAY, build_index=False)
-    dedupe = [b for b in current_cycle(repo)["batches"] if b["id"] == "duplicates:knowledge"][0]  # type: ignore[index]
-    assert dedupe["state"] == "needs-human" and dedupe["branch"] in report.needs_human
-    assert any("replay.lost" in f["detail"] for f in dedupe["found"])
-    assert not any(c.message.startswith(f"Merge {dedupe['branch']}") for c in merges(repo))
+    record = current_cycle(repo)
+    assert record is not None
+    dedupe = next(b for b in record.batches if b.id == "duplicates:knowledge")
+    assert dedupe.state is BatchState.NEEDS_HUMAN and dedupe.branch in report.needs_human
+    assert any("replay.lost" in f.detail for f in dedupe.found)
+    assert not any(c.message.startswith(f"Merge {dedupe.branch}") for c in merges(repo))
     assert "Our support line is open on weekdays" in (repo.root / FOLDER / "office.md").read_text()
-    assert report.status == "open" and cycle_status(repo)["waiting"] == [dedupe["branch"]]
+    assert report.status == "open" and cycle_status(repo)["waiting"] == [dedupe.branch]

@@ -10,7 +10,7 @@ from ci.run import run_checks
 from kb.page import parse_page
 from kb.repo import Repo
 from pipeline.consolidate.cycle import run_consolidation
-from pipeline.consolidate.jobs import merge_duplicates
+from pipeline.consolidate.dedupe import merge_duplicates
 from pipeline.consolidate.record import current_cycle
 from pipeline.consolidate.view import CommitView, Texts
 from tests.builders import add_evidence, commit, make_repo, page_for
@@ -83,8 +83,8 @@ def test_the_survivor_cites_both_spans_and_the_cycle_retires_nothing(tmp_path: P
     assert len(claim.labels) == 2  # one statement, both citations
     assert "Refunds are allowed" not in refunds.split("## Related")[0] and "[[knowledge/faq]]" in refunds
     record = current_cycle(repo)
-    assert record is not None and record["retired"] == []  # conservation holds without retiring a span
-    assert record["claims"]["knowledge/refunds.md#1"]["action"] == "merged"
+    assert record is not None and record.retired == []  # conservation holds without retiring a span
+    assert record.claims["knowledge/refunds.md#1"].action == "merged"
     assert run_checks(repo).ok
 
 

@@ -13,7 +13,8 @@ import pygit2
 import pytest
 
 from kb.repo import Repo
-from pipeline.consolidate.cycle import cycle_status, run_consolidation
+from pipeline.consolidate.cycle import run_consolidation
+from pipeline.consolidate.status import cycle_status
 from pipeline.forge.remote import GitRemote
 from tests.builders import commit, index_text
 from tests.forge.github_double import GitHubDouble
@@ -90,7 +91,7 @@ def test_same_inputs_never_open_a_second_pull_request_and_a_closed_one_is_not_re
     later = run_consolidation(repo, today=TODAY, build_index=False)
     assert later.cycle != first.cycle and later.stopped == ""
     assert list(double.pulls) == [number] and double.pulls[number].state == "closed"
-    assert any(f["kind"] == "declined" and "not reopened" in f["detail"] for f in later.found)
+    assert any(f.kind == "declined" and "not reopened" in f.detail for f in later.found)
 
 
 def test_no_pull_request_is_opened_past_max_open_prs(tmp_path: Path, double: GitHubDouble) -> None:

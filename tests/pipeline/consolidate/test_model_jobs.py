@@ -15,7 +15,8 @@ from kb.config import ModelRole
 from kb.page import parse_page
 from kb.repo import Repo
 from pipeline.consolidate.cycle import run_consolidation
-from pipeline.consolidate.jobs import merge_duplicates, regrounding, rewrite_l0
+from pipeline.consolidate.dedupe import merge_duplicates
+from pipeline.consolidate.jobs import regrounding, rewrite_l0
 from pipeline.consolidate.model import ModelJobs
 from pipeline.consolidate.view import CommitView, Texts
 from pipeline.records import parse_trailers

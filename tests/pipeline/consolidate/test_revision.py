@@ -9,8 +9,9 @@ from pathlib import Path
 
 from kb.page import parse_page
 from kb.repo import Repo
-from pipeline.consolidate.cycle import cycle_status, run_consolidation
+from pipeline.consolidate.cycle import run_consolidation
 from pipeline.consolidate.record import current_cycle
+from pipeline.consolidate.status import cycle_status
 from pipeline.records import parse_trailers, status_of
 from tests.builders import add_evidence, commit, index_text, make_repo, page_for
 from tests.pipeline.consolidate.seeded import HANDBOOK, LINES, TODAY, body
@@ -71,14 +72,14 @@ def test_a_refused_page_is_withdrawn_in_a_second_round_and_the_rest_merges(tmp_p
     record = current_cycle(repo)
     assert record is not None
     for label in ("1", "2"):
-        entry = record["claims"][f"{FOLDER}/hours.md#{label}"]
-        assert entry["action"] == "disputed" and "for a person" in entry["reason"], entry
-    assert record["pages"][f"{FOLDER}/hours.md"]["action"] == "disputed"
-    assert record["claims"][f"{FOLDER}/pricing.md#1"]["action"] == "verified"
-    batch = next(b for b in record["batches"] if b["id"] == f"pages:{FOLDER}:1")
-    assert batch["rounds"] == 2 and list(batch["withdrawn"]) == [f"{FOLDER}/hours.md"]
-    conflicts = next(b for b in record["batches"] if b["id"] == "conflicts:knowledge")
-    assert any(f["kind"] == "conflict" and not f["fixed"] and "on this one page" in f["detail"] for f in conflicts["found"])
+        entry = record.claims[f"{FOLDER}/hours.md#{label}"]
+        assert entry.action == "disputed" and "for a person" in (entry.reason or ""), entry
+    assert record.pages[f"{FOLDER}/hours.md"].action == "disputed"
+    assert record.claims[f"{FOLDER}/pricing.md#1"].action == "verified"
+    batch = next(b for b in record.batches if b.id == f"pages:{FOLDER}:1")
+    assert batch.rounds == 2 and list(batch.withdrawn or {}) == [f"{FOLDER}/hours.md"]
+    conflicts = next(b for b in record.batches if b.id == "conflicts:knowledge")
+    assert any(f.kind == "conflict" and not f.fixed and "on this one page" in f.detail for f in conflicts.found)
     assert cycle_status(repo)["disputed"] == [f"{FOLDER}/hours.md"]
 
 
@@ -93,5 +94,5 @@ def test_a_branch_still_refused_after_the_last_round_is_left_for_a_person(tmp_pa
     assert status["reason"].startswith("not approved after 1 review round(s):")
     record = current_cycle(repo)
     assert record is not None
-    batch = next(b for b in record["batches"] if b["branch"] == branch)
-    assert batch["state"] == "needs-human" and any("opening-time" in f["detail"] for f in batch["found"])
+    batch = next(b for b in record.batches if b.branch == branch)
+    assert batch.state == "needs-human" and any("opening-time" in f.detail for f in batch.found)
