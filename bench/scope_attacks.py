@@ -57,6 +57,20 @@ What Bob has told us.
 
 - [[users/bob/notes]]: Notes for Bob.
 """
+SHARED_PAGE = """---
+id: knowledge/notes
+type: topic
+title: Notes
+summary: Notes for everyone.
+scope: system
+status: active
+---
+# Notes
+
+## Overview
+
+Notes for everyone.
+"""
 SECRET_LINE = "<!-- The db password is Tr0ub4dor&3x. -->"
 
 
@@ -130,6 +144,12 @@ def other_user(wt: Path, kb: str) -> None:  # noqa: ARG001
     write(wt / "users/bob/index.md", BOB_INDEX)
 
 
+def shared_page(wt: Path, kb: str) -> None:  # noqa: ARG001
+    """A shared page written by a change whose evidence is alice's alone."""
+    write(wt / "knowledge/notes.md", SHARED_PAGE)
+    append(wt / "knowledge/index.md", "\n- [[knowledge/notes]]: Notes for everyone.\n")
+
+
 # (kind, the path it touches, the change)
 KINDS: list[tuple[str, str, Callable[[Path, str], None]]] = [
     ("privacy kinds set to keep", "kb.config.yaml", privacy_kept),
@@ -158,6 +178,7 @@ KINDS: list[tuple[str, str, Callable[[Path, str], None]]] = [
     ("submodule", "users/alice/vendor", submodule),
     ("executable page", "users/alice/travel.md", executable),
     ("another user's page", "users/bob/notes.md", other_user),
+    ("a shared page from a user's change", "knowledge/notes.md", shared_page),
     ("a file at the root", "notes.txt", simple("notes.txt", "hello\n", add=False)),
     ("a path under .kb", ".kb/index/CURRENT", simple(".kb/index/CURRENT", "v-evil\n", add=False)),
     ("evidence edited", "evidence/.../ev-*.md", evidence_edited),

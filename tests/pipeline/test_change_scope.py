@@ -58,6 +58,13 @@ def other_user(wt: Path) -> None:
     write(wt / "users/bob/travel.md", page.replace("users/alice/", "users/bob/").replace("user:alice", "user:bob"))
 
 
+def shared_page(wt: Path) -> None:
+    """A page of the shared knowledge, from a change whose evidence is alice's alone."""
+    index = (wt / "knowledge/index.md").read_text(encoding="utf-8")
+    write(wt / "knowledge/notes.md", index.replace("knowledge/index", "knowledge/notes").replace("type: index", "type: topic"))
+    write(wt / "knowledge/index.md", index + "\n- [[knowledge/notes]]: Entry page of the shared knowledge.\n")
+
+
 def executable(wt: Path) -> None:
     (wt / "users/alice/travel.md").chmod(0o755)
 
@@ -78,6 +85,7 @@ KINDS: dict[str, tuple[Change, str, str]] = {  # kind -> (change, path, rule)
     "evidence edited": (evidence_edited, "evidence/", "change.outside"),
     "non-page file": (added("users/alice/run.sh", "echo\n"), "users/alice/run.sh", "change.outside"),
     "another user": (other_user, "users/bob/travel.md", "change.scope"),
+    "shared page": (shared_page, "knowledge/", "change.scope"),
     "dangling link": (dangling_link, "users/alice/gone.md", "change.entry"),
     "submodule": (submodule, "users/alice/vendor", "change.entry"),
     "executable": (executable, "users/alice/travel.md", "change.entry"),
