@@ -67,6 +67,10 @@ RuleId = Literal[
     "grounding.instruction",
     "conservation.dropped",
     "replay.lost",
+    "change.outside",
+    "change.scope",
+    "change.entry",
+    "change.human",
 ]
 
 

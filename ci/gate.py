@@ -3,8 +3,12 @@
 Grounding reads each changed page like a careful fact-checker (``ci.rules.grounding`` for its
 claims, ``ci.rules.page_grounding`` for fact cards, timeline, L0/Overview, closed facts and
 instruction-like text) and, since the gate knows the base commit, refuses citations of evidence
-that the change itself added. Its findings go back to the Proposer first, so a model reviewer
-spends its tokens on meaning.
+that the change itself added, and any path outside what the change may touch (``ci.rules.scope``).
+Its findings go back to the Proposer first, so a model reviewer spends its tokens on meaning.
+
+What judges a change is read from the base commit, never from the branch being judged: the
+configuration (budgets, the secret and privacy allow-lists and policy) and the replay cases. A
+change that edits them is refused by ``change.outside`` and judged by the base's rules meanwhile.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ from dataclasses import dataclass
 import pygit2
 
 from ci.findings import render_text, sort_findings
-from ci.rules import conservation, replay
+from ci.rules import conservation, replay, scope
 from ci.rules.grounding import check_page_grounding
 from ci.rules.page_grounding import check_page_facts
 from ci.run import CheckReport, check_selection
 from ci.selection import plan_changed, plan_full
 from ci.snapshot import Snapshot
-from kb.errors import FormatError, NotFoundError, UsageError
+from kb.config import CONFIG_FILE, Config, parse_config
+from kb.errors import ConfigError, FormatError, NotFoundError, UsageError
 from kb.evidence import LEDGER_PATH, parse_ledger
 from kb.page import Page
 from kb.repo import Repo
@@ -40,7 +45,7 @@ def run_gate(view: Repo, base: pygit2.Commit, full: bool = False) -> GateReport:
     With ``full``, the checks cover the whole repository as ``kb check --base`` does (what CI
     runs on a pull request); the grounding, conservation and replay rules apply to the change.
     """
-    snapshot = Snapshot.load(view.root, view.config)
+    snapshot = Snapshot.load(view.root, config_at(view, base))
     changed = view.changed_since(base)
     selection = plan_full(snapshot, base) if full else plan_changed(snapshot, changed, base)
     report = check_selection(view, snapshot, selection)
@@ -53,7 +58,22 @@ def run_gate(view: Repo, base: pygit2.Commit, full: bool = False) -> GateReport:
             findings.extend(check_page_grounding(snapshot, page))
             findings.extend(check_page_facts(snapshot, page, base_evidence))
     findings.extend(conservation.check_change(view, snapshot, base) + replay.check_change(view, snapshot, base))
+    findings.extend(scope.check_change(view, base))
     return GateReport(sort_findings(findings), report.checked, changed_pages)
+
+
+def config_at(view: Repo, base: pygit2.Commit) -> Config:
+    """The configuration of the base commit: the rules a change is judged by are never its own."""
+    data = view.read_at(base, CONFIG_FILE)
+    if data is None:
+        raise ConfigError(
+            f"the base commit {str(base.id)[:10]} has no {CONFIG_FILE}", hint="gate a change against a kb repository's commit"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{CONFIG_FILE} at {str(base.id)[:10]}: not UTF-8 text") from None
+    return parse_config(text, f"{CONFIG_FILE} at {str(base.id)[:10]}")
 
 
 def change_base(repo: Repo, rev: str) -> pygit2.Commit:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ci.findings import Finding, sort_findings
-from ci.rules import budgets, citations, evidence, frontmatter, indexes, links, privacy, secrets
+from ci.rules import budgets, citations, evidence, frontmatter, indexes, links, privacy, scope, secrets
 from ci.selection import Selection, plan_changed, plan_full, plan_paths
 from ci.snapshot import Snapshot
 from kb.progress import report
 from kb.repo import Repo
 
-RULE_FAMILIES = (frontmatter, links, indexes, budgets, citations, secrets, privacy)
+RULE_FAMILIES = (frontmatter, links, indexes, budgets, citations, secrets, privacy, scope)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from kb.page import Page, page_id_for_path, parse_page
 from kb.scopes import PAGE_FOLDERS
 
 _WS_RE = re.compile(r"\s+")
+LINK_MODE = 0o120000  # git's mode of a symbolic link
 
 
 _WIDTH_RE = re.compile(r"[\u3000\uff00-\uffef]")
@@ -35,6 +36,7 @@ class Snapshot:
     root: Path
     config: Config
     page_paths: list[str] = field(default_factory=list)
+    odd_entries: dict[str, int] = field(default_factory=dict)  # path -> git mode of a link under the page folders
     _pages: dict[str, Page | FormatError] = field(default_factory=dict)
     _ledger: list[LedgerEntry] | None = None
     _ledger_error: FormatError | None = None
@@ -42,14 +44,24 @@ class Snapshot:
 
     @classmethod
     def load(cls, root: Path, config: Config) -> Snapshot:
+        """The page paths under the page folders; a symbolic link is never read as a page (it
+        could point anywhere), only listed in ``odd_entries``."""
         paths: list[str] = []
+        odd: dict[str, int] = {}
         for folder in PAGE_FOLDERS:
             base = root / folder
             for dirpath, dirnames, filenames in os.walk(base):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 rel = Path(dirpath).relative_to(root).as_posix()
-                paths.extend(f"{rel}/{name}" for name in filenames if name.endswith(".md") and not name.startswith("."))
-        return cls(root=root, config=config, page_paths=sorted(paths))
+                for name in dirnames + filenames:
+                    if (Path(dirpath) / name).is_symlink():
+                        odd[f"{rel}/{name}"] = LINK_MODE
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and f"{rel}/{d}" not in odd)
+                paths.extend(
+                    f"{rel}/{name}"
+                    for name in filenames
+                    if name.endswith(".md") and not name.startswith(".") and f"{rel}/{name}" not in odd
+                )
+        return cls(root=root, config=config, page_paths=sorted(paths), odd_entries=odd)
 
     @property
     def ids(self) -> set[str]:

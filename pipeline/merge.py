@@ -1,7 +1,9 @@
 """`kb merge BRANCH`: the merge gate, the merge commit with its audit trail, the index rebuild.
 
-Refuses unless the checks pass on the branch head and a Reviewer of another family (than the
-Proposer) approved that exact commit in a signed review that matches it (``pipeline.approval``).
+Refuses a branch that touches anything a change may not (judged from the trees here, not from a
+check report: ``ci.rules.scope``), and unless the checks pass on the branch head and a Reviewer of
+another family (than the Proposer) approved that exact commit in a signed review that matches it
+(``pipeline.approval``, which runs the gate).
 The merge commit's trailers and ``reviews/<...>.json`` record evidence, base, models, families,
 rounds and verdicts, so git alone tells the story.
 """
@@ -16,15 +18,16 @@ from typing import TYPE_CHECKING, Any
 import pygit2
 
 from agents.protocols import AgentIdentity
-from ci.gate import run_gate
+from ci.rules import scope
 from kb.clock import iso_utc, utc_now
-from kb.errors import ConflictError, GateError
+from kb.errors import ConflictError, GateError, SignatureError
 from kb.progress import report
 from kb.repo import FILEMODE_BLOB, Repo
-from pipeline.approval import approved_review
+from kb.signing import SIGNERS_FILE
+from pipeline.approval import approved_review, check_provenance
 from pipeline.records import ReviewRecord, parse_trailers, proposal_info, reviews_of
 from pipeline.review import branch_base, clean_workspace
-from pipeline.workspace import WRITABLE, Workspace, worktree_name
+from pipeline.workspace import WRITABLE, worktree_name
 
 if TYPE_CHECKING:
     from kb.retrieval.build import BuildResult
@@ -100,14 +103,22 @@ def _merge_record(
     )
 
 
-def _check_gate(workspace: Workspace, branch: str, base: pygit2.Commit) -> None:
-    gate = run_gate(workspace.view, base)
-    if not gate.ok:
-        first = gate.errors[0]
-        raise GateError(
-            f"checks fail on {branch}: {len(gate.errors)} error(s), first {first.path}:{first.line} [{first.rule}] {first.message}",
-            hint=f"fix the branch and review it again (`kb check` in {workspace.root})",
+def check_touched(repo: Repo, branch: str, base: pygit2.Commit, head: pygit2.Commit) -> None:
+    """What the branch touched, judged again from the base and head trees (``ci.rules.scope``),
+    whatever a check report or a review said: a change to the signers is a SignatureError (14),
+    any other path the change may not touch a GateError (11)."""
+    errors = [f for f in scope.check_trees(repo, base, head, assume_kb=True) if f.severity == "error"]
+    if not errors:
+        return
+    signers = [f for f in errors if f.path == SIGNERS_FILE]
+    if signers:
+        raise SignatureError(
+            f"{branch} changes {SIGNERS_FILE}; who may sign reviews changes only on main",
+            hint=f"drop the change to {SIGNERS_FILE} from the branch (`kb keygen` on main allows a key)",
         )
+    first = errors[0]
+    more = f" and {len(errors) - 1} more path(s)" if len(errors) > 1 else ""
+    raise GateError(f"{branch} touches what it may not{more}: {first.path} [{first.rule}] {first.message}", hint=first.hint)
 
 
 def _merge_index(repo: Repo, branch: str, main: pygit2.Commit, head: pygit2.Commit) -> pygit2.Index:
@@ -172,8 +183,9 @@ def _merge_locked(repo: Repo, branch: str, now: dt.datetime | None) -> MergeResu
     head = workspace.head()
     base = branch_base(repo, head)
     info = proposal_info(repo, head, base.id)
-    approval = approved_review(repo, workspace, branch, base, info)
-    _check_gate(workspace, branch, base)
+    check_provenance(branch, info)
+    check_touched(repo, branch, base, head)
+    approval = approved_review(repo, workspace, branch, base, info)  # runs the gate on the head, once
     main = repo.head()
     assert main is not None
     index = _merge_index(repo, branch, main, head)

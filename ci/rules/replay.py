@@ -75,10 +75,10 @@ def found(case: ReplayCase, pages: dict[str, Page]) -> bool:
 
 
 def check_change(view: Repo, snapshot: Snapshot, base: pygit2.Commit) -> list[Finding]:
-    file = snapshot.root / REPLAY_FILE
-    if not file.is_file():
+    data = view.read_at(base, REPLAY_FILE)  # the base's cases: a change cannot drop its own
+    if data is None:
         return []
-    cases = parse_replay(file.read_text(encoding="utf-8"))
+    cases = parse_replay(data.decode("utf-8", errors="replace"))
     if not cases:
         return []
     before = pages_at(view, base)

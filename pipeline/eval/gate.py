@@ -33,7 +33,7 @@ from kb.evidence import add_items, load_ledger
 from kb.intake import PreparedItem, prepare
 from kb.repo import Repo
 from kb.scaffold import init_repository
-from kb.scopes import PAGE_FOLDERS, user_scope
+from kb.scopes import PAGE_FOLDERS, scope_for_path, user_scope
 from pipeline.eval.mutations import CATEGORIES, OPERATORS, Corpus, Mutant, PageView, collect_proper_nouns
 
 SAMPLES = Path(__file__).resolve().parents[2] / "kb" / "samples"
@@ -235,9 +235,15 @@ def judge(repo: Repo, mutant: Mutant, number: int) -> Judged:
         target = workspace.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-        view = PageView.of(path, text)
-        if view is not None:
-            evidence.update(d.evidence_id for d in view.defs.values())
+        before = repo.read_at(main, path)
+        # the evidence the page cites, before and after the edit: what a proposer names (a page
+        # broken past parsing still belongs to the scope of the evidence it cited)
+        for view in (PageView.of(path, text), PageView.of(path, before.decode("utf-8")) if before else None):
+            if view is not None:
+                evidence.update(d.evidence_id for d in view.defs.values())
+    if not evidence:  # an index page cites nothing: a proposer names evidence of its scope
+        scopes = {scope_for_path(path) for path in mutant.files}
+        evidence.update(next(([e.id] for e in load_ledger(repo.root) if e.scope in scopes), []))
     trailers = trailers_for(tuple(sorted(evidence)), str(main.id), agents.proposer.identity, 1)
     workspace.commit(f"Propose: {mutant.operator} ({mutant.note})", trailers, allow_empty=True)
     stage, rule = "", ""
