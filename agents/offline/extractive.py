@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from agents.offline.profile import Attribute, attributes_of_text, date_note, implied_subject, topic_of_text
+from agents.offline.attributes import Attribute, attributes_of_text
+from agents.offline.profile import date_note, implied_subject, topic_of_text
 from agents.protocols import EvidenceItem
 from kb.injection import unsafe_statement
 from kb.markdown import format_citation
@@ -230,7 +231,7 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
                     end,
                     speaker,
                     sentence,
-                    _terminated(claim),
+                    terminated(claim),
                     date,
                     by_user,
                     ordinal,
@@ -245,7 +246,7 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
             # nothing stood alone: keep the answer with its question
             q_start, question = answer
             claim = f'Asked "{question}", {name} answered: "{text.strip()}"'
-            out.append(Statement(item.id, q_start, end, speaker, text.strip(), _terminated(claim), date, True, note=date_note(text, date)))
+            out.append(Statement(item.id, q_start, end, speaker, text.strip(), terminated(claim), date, True, note=date_note(text, date)))
     return out
 
 
@@ -334,7 +335,8 @@ def _short_answer(previous: tuple[int, int, str, str, str] | None, speaker: str,
     return previous[0], questions[-1]
 
 
-def _terminated(text: str) -> str:
+def terminated(text: str) -> str:
+    """The sentence as a claim: ended with a full stop when it has no end mark of its own."""
     return text if re.search(r"[.!?。！？\"]$", text) else text + "."
 
 

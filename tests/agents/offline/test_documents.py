@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.offline.documents import page_path_for, plan_document_pages
+from agents.offline.document_plan import plan_document_pages
+from agents.offline.document_reader import page_path_for
 from agents.protocols import EvidenceItem
 from ci.run import run_checks
 from kb.evidence import add_items

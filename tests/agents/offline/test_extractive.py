@@ -3,9 +3,10 @@ their questions, attributes that close older values, vehicles kept apart."""
 
 from __future__ import annotations
 
+from agents.offline.entities import vehicle_of
 from agents.offline.extractive import attributes_of, conversation_statements, third_person
 from agents.offline.memory_page import render_memory_page
-from agents.offline.proposer import plan_user_memory, vehicle_of
+from agents.offline.proposer import plan_user_memory
 from agents.protocols import EvidenceItem
 from kb.intake import Message, render_messages
 from kb.page import parse_page

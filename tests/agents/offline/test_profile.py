@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.offline.attributes import attributes_of_text
+from agents.offline.entities import entities_of_text
 from agents.offline.extractive import attributes_of, conversation_statements, topic_of
-from agents.offline.profile import attributes_of_text, date_note, entities_of_text, topic_of_text
+from agents.offline.profile import date_note, topic_of_text
 from agents.offline.proposer import plan_user_memory
 from agents.protocols import EvidenceItem
 from kb.intake import Message, render_messages
