@@ -16,7 +16,7 @@ from agents.offline.attributes import ACTIVITY_WORDS, FAMILY_WORDS, PARTNER_WORD
 # ---- sentences without "I" ---------------------------------------------------------------
 
 # People leave the subject out when it is themselves: "Love my new job at the bakery!", "Just got
-# back from Paris", "Been teaching yoga for 5 years", "Going to adopt a puppy next month". Each
+# back from Lisbon", "Been teaching yoga for 5 years", "Going to adopt a puppy next month". Each
 # rule is a way such a sentence starts and the subject it leaves out; the verb forms are those
 # that only "I" (or "we") fits: "Loves her job" (someone else) and "Sounds great" (it) are not.
 _LEAD = r"(?:(?:oh|well|so|yeah|yes|and|also|plus|anyway|actually|honestly|finally)[,!]?\s+)*"
@@ -65,10 +65,10 @@ _SUBJECT_ING_RE = re.compile(
 
 
 def implied_subject(sentence: str, before: str = "") -> str:
-    """``sentence`` with the "I" it leaves out ("I just got back from Paris"), or "" when it has
+    """``sentence`` with the "I" it leaves out ("I just got back from Lisbon"), or "" when it has
     a subject of its own or it may be about someone else: it speaks to someone ("you"), or the
     sentence said just ``before`` it (the speaker's previous one, or the question it answers)
-    has another person as its subject ("How's your sister?" / "Just got back from Paris!")."""
+    has another person as its subject ("How's your sister?" / "Just got back from Lisbon!")."""
     text = sentence.strip()
     if (
         _TO_SOMEONE_RE.search(text)
@@ -95,8 +95,14 @@ TOPICS: list[tuple[str, str, re.Pattern[str]]] = [
         "vehicles",
         "Vehicles",
         re.compile(
-            rf"\b(?:cars?|vehicles?|honda|tesla|toyota|ford|bmw|vin|mileage|dealership|tyres?|tires?|oil change)\b|\b{_SELF} (?:drive|drove|leased?|bought a car)\b",
-            re.I,
+            rf"""
+            \b(?:cars?|vehicles?|sedan|suv|pickup[ ]truck|minivan|hatchback|motorcycle|vin|mileage|odometer
+                 |dealership|tyres?|tires?|oil[ ]change|car[ ]wash|test[ ]drive|license[ ]plate)\b
+            |\b{_SELF}[ ](?:drive|drove|leased?|bought[ ]a[ ]car)\b
+            |\b(?:my|our|the)[ ](?:new[ ]|old[ ])?(?:car|truck|van|bike)\b
+            |(?-i:\b(?:19|20)\d\d[ ][A-Z][a-zA-Z]+[ ][A-Z0-9][\w-]*)        # a year, a make, a model
+            """,
+            re.I | re.X,
         ),
     ),
     (

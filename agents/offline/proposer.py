@@ -299,7 +299,7 @@ class _MemoryDraft:
                     other["valid_to"] = st.date
         base = attr.key.split(":")[0]
         said = f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}"
-        if attr.previous and not current:  # "I moved from Denver to Portland": Denver was home until then
+        if attr.previous and not current:  # "I moved from Denver to Leeds": Denver was home until then
             profile.facts.append(
                 {
                     "key": attr.key,
