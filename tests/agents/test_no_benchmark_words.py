@@ -55,8 +55,8 @@ def test_the_scan_finds_a_planted_noun(tmp_path: Path) -> None:
     nouns = load_nouns()
     word = next(n for n in nouns if " " not in n and n.isalpha())
     name = next(n for n in nouns if " " in n)
-    clean = (tmp_path / "clean.py").write_text(f"x = '{word.lower()} {word}x x{word}'\n", encoding="utf-8")
-    assert clean and benchmark_word_hits(tmp_path, nouns) == []  # another case, or inside a word: no hit
+    (tmp_path / "clean.py").write_text(f"x = '{word.lower()} {word}x x{word}'\n", encoding="utf-8")
+    assert benchmark_word_hits(tmp_path, nouns) == []  # in another case, or inside a word: no hit
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "rules.py").write_text(f"A = 1\nMAKES = r'(?:{word}|other)'\n", encoding="utf-8")
     (tmp_path / "pkg" / "vocab.txt").write_text("# a data file\n" + name.replace(" ", "\n   ") + "\n", encoding="utf-8")
