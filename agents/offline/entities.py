@@ -24,8 +24,8 @@ ENTITY_KINDS = {
     "doctors": "doctors",
 }
 # Each pattern finds a thing by how people name one, never by a list of brands: a name of
-# capitalised words (or one with a capital inside) before the noun of its kind ("the Northwind
-# Rewards card", "my Gold Savings"), or a generic noun with an article ("my library card").
+# capitalised words before the noun of its kind ("the Northwind Rewards card", "my Gold
+# Savings"), or a generic noun with an article ("my library card").
 _DETERMINERS = r"(?:My|Our|Your|His|Her|Their|The|This|That|A|An|And|But|So|Or)\b"
 ENTITY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
@@ -119,8 +119,26 @@ ENTITY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             (?i:\b(?:my|the|a|an|your|our)[ ](?:new[ ]|old[ ])?)
             (
               (?:(?:[A-Z]|[a-z]+[A-Z])[\w&]*[ ]|\d+[A-Za-z]*[ ]){0,3}
-              (?i:phone|smartphone|laptop|tablet|e-reader|smartwatch|headphones|earbuds|game[ ]console|console|
-                 camera|router|printer|tv|television|monitor|desktop|computer)
+              (?i:
+                  phone
+                | smartphone
+                | laptop
+                | tablet
+                | e-reader
+                | smartwatch
+                | headphones
+                | earbuds
+                | game[ ]console
+                | console
+                | camera
+                | router
+                | printer
+                | tv
+                | television
+                | monitor
+                | desktop
+                | computer
+              )
             )\b
             """,
             re.X,

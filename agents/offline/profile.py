@@ -96,8 +96,26 @@ TOPICS: list[tuple[str, str, re.Pattern[str]]] = [
         "Vehicles",
         re.compile(
             rf"""
-            \b(?:cars?|vehicles?|sedan|suv|pickup[ ]truck|minivan|hatchback|motorcycle|vin|mileage|odometer
-                 |dealership|tyres?|tires?|oil[ ]change|car[ ]wash|test[ ]drive|license[ ]plate)\b
+            \b(?:
+                cars?
+              | vehicles?
+              | sedan
+              | suv
+              | pickup[ ]truck
+              | minivan
+              | hatchback
+              | motorcycle
+              | vin
+              | mileage
+              | odometer
+              | dealership
+              | tyres?
+              | tires?
+              | oil[ ]change
+              | car[ ]wash
+              | test[ ]drive
+              | license[ ]plate
+            )\b
             |\b{_SELF}[ ](?:drive|drove|leased?|bought[ ]a[ ]car)\b
             |\b(?:my|our|the)[ ](?:new[ ]|old[ ])?(?:car|truck|van|bike)\b
             |(?-i:\b(?:19|20)\d\d[ ][A-Z][a-zA-Z]+[ ][A-Z0-9][\w-]*)        # a year, a make, a model
