@@ -20,7 +20,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from agents.offline.profile import Attribute, attributes_of_text, date_note, implied_subject, topic_of_text
+from agents.offline.attributes import Attribute, attributes_of_text
+from agents.offline.profile import date_note, implied_subject, topic_of_text
 from agents.protocols import EvidenceItem
 from kb.injection import unsafe_statement
 from kb.markdown import format_citation
@@ -35,7 +36,7 @@ def keep_all(_sentence: str) -> bool:
 
 
 LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: \((?P<turn>[^)]+)\))?: (?P<text>.*)$")
-# a sentence ends at . ! ? (not after a title such as "St." or "Dr.": "St. Mary's" is one name)
+# a sentence ends at . ! ? (not after a title such as "St." or "Dr.": "St. Helen's" is one name)
 SENTENCE_RE = re.compile(r".+?(?:(?<!\bSt)(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bJr)(?<!\bMt)[.!?]+(?=\s|$)|[。！？]+|$)", re.S)
 SKIP_RE = re.compile(r"^(?:hi|hello|hey|thanks|thank you|ok|okay|sure|yes|no|great|perfect|bye|goodbye|wow|cool)\b[\s!,.]*$", re.I)
 FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|we|we're|our|us)\b", re.I)
@@ -43,7 +44,7 @@ FIRST_PERSON_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|we|we're|our|
 # "US" is a country)
 FIRST_PERSON_LEFT_RE = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself|we|we're|our|us)\b")
 SECOND_PERSON_FACT_RE = re.compile(r"\b(?:you|your)\b", re.I)
-# a user's standing instruction to their assistant ("always answer in French", "call me Sam")
+# a user's standing instruction to their assistant ("always answer in Dutch", "call me Sam")
 INSTRUCTION_RE = re.compile(
     r"^(?:(?:ok|okay|also|and|so|actually),?\s+)?(?:please\b|always\b|never\b|don't\b|do not\b|make sure\b|from now on\b|"
     r"i want you to\b|remember to\b|call me\b)|\bfrom now on\b",
@@ -66,7 +67,7 @@ class Statement:
     addressee: str = ""  # whom a "you" in it means
     note: str = ""  # relative dates anchored to the day it was said
     instruction: bool = False  # a user's standing instruction to their assistant
-    implied: str = ""  # the sentence with the "I" it leaves out ("I just got back from Paris")
+    implied: str = ""  # the sentence with the "I" it leaves out ("I just got back from Lisbon")
 
 
 _VERB_S = {
@@ -230,7 +231,7 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
                     end,
                     speaker,
                     sentence,
-                    _terminated(claim),
+                    terminated(claim),
                     date,
                     by_user,
                     ordinal,
@@ -245,7 +246,7 @@ def conversation_statements(item: EvidenceItem, user_speakers: set[str], name: s
             # nothing stood alone: keep the answer with its question
             q_start, question = answer
             claim = f'Asked "{question}", {name} answered: "{text.strip()}"'
-            out.append(Statement(item.id, q_start, end, speaker, text.strip(), _terminated(claim), date, True, note=date_note(text, date)))
+            out.append(Statement(item.id, q_start, end, speaker, text.strip(), terminated(claim), date, True, note=date_note(text, date)))
     return out
 
 
@@ -334,7 +335,8 @@ def _short_answer(previous: tuple[int, int, str, str, str] | None, speaker: str,
     return previous[0], questions[-1]
 
 
-def _terminated(text: str) -> str:
+def terminated(text: str) -> str:
+    """The sentence as a claim: ended with a full stop when it has no end mark of its own."""
     return text if re.search(r"[.!?。！？\"]$", text) else text + "."
 
 

@@ -12,33 +12,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.backend import WriteBackend
-from agents.offline.documents import plan_document_pages
+from agents.offline.attributes import ATTRIBUTE_LABELS, SECTIONS, SELF_KEYS, profile_section
+from agents.offline.document_plan import plan_document_pages
+from agents.offline.entities import ENTITY_KINDS, entities_of_text, entity_details
 from agents.offline.extractive import (
     SENTENCE_RE,
     Attribute,
     Statement,
     Withheld,
-    _terminated,
     attributes_of,
     citation_line,
     conversation_statements,
     keep_all,
     label_for,
+    terminated,
     topic_of,
 )
 from agents.offline.indexes import new_index, upsert_index_entry
 from agents.offline.memory_page import GENERATED_TAG, Entry, MemoryPage, is_generated, load_memory_page, render_memory_page
-from agents.offline.profile import (
-    ATTRIBUTE_LABELS,
-    ENTITY_KINDS,
-    SECTIONS,
-    SELF_KEYS,
-    TOPICS,
-    entities_of_text,
-    entity_details,
-    profile_section,
-)
-from agents.offline.profile import vehicle_of as vehicle_of
+from agents.offline.profile import TOPICS
 from agents.offline.revision import withdraw_flagged
 from agents.protocols import AgentIdentity, EvidenceItem, ProposalTask, ProposerOutcome
 from kb.config import Privacy
@@ -120,7 +112,7 @@ def document_page(item: EvidenceItem, path: str, existing: str | None, withheld:
             sentence = raw.strip()
             if len(sentence.split()) < 3 and len(sentence) < 12 or unsafe_statement(sentence) or withheld(sentence):
                 continue  # too short, an injection, or personal data kept out of pages
-            st = Statement(item.id, n, n, "document", sentence, _terminated(sentence), item.date, False, ordinal)
+            st = Statement(item.id, n, n, "document", sentence, terminated(sentence), item.date, False, ordinal)
             lead = lead or sentence
             if memory.has_label(label_for(st)):
                 continue
@@ -307,7 +299,7 @@ class _MemoryDraft:
                     other["valid_to"] = st.date
         base = attr.key.split(":")[0]
         said = f"said by {st.speaker} on {st.date}" if st.date else f"said by {st.speaker}"
-        if attr.previous and not current:  # "I moved from Denver to Portland": Denver was home until then
+        if attr.previous and not current:  # "I moved from Denver to Leeds": Denver was home until then
             profile.facts.append(
                 {
                     "key": attr.key,
@@ -496,7 +488,7 @@ def plan_task(task: ProposalTask, read: ReadPage, withheld: Withheld = keep_all)
     documents = [i for i in system if i.kind == "document"]
     others = [i for i in system if i.kind != "document"]
     written: dict[str, str] = {}
-    if documents:  # one faithful page per source file (agents.offline.documents)
+    if documents:  # one faithful page per source file (agents.offline.document_plan)
         done = plan_document_pages(documents, read, written, withheld)
         plans.append(Plan(dict(written), done.claims, done.closed, tuple(i.id for i in documents)))
     if others:

@@ -11,7 +11,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agents.offline.documents import REMOVED, _outline, _outline_entries, _sections
+from agents.offline.document_writer import REMOVED
+from agents.offline.document_writer import outline_entries as _outline_entries
+from agents.offline.document_writer import outline_links as _outline
+from agents.offline.document_writer import page_sections as _sections
 from kb.markdown import FOOTDEF_RE, FOOTREF_RE, Claim
 from kb.page import Page, page_id_for_path, parse_page, render_page
 from kb.scopes import scope_for_path

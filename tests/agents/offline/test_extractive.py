@@ -3,9 +3,10 @@ their questions, attributes that close older values, vehicles kept apart."""
 
 from __future__ import annotations
 
+from agents.offline.entities import vehicle_of
 from agents.offline.extractive import attributes_of, conversation_statements, third_person
 from agents.offline.memory_page import render_memory_page
-from agents.offline.proposer import plan_user_memory, vehicle_of
+from agents.offline.proposer import plan_user_memory
 from agents.protocols import EvidenceItem
 from kb.intake import Message, render_messages
 from kb.page import parse_page
@@ -75,11 +76,11 @@ def test_attributes_and_updates_close_older_values() -> None:
 
 def test_vehicles_of_the_same_make_stay_apart() -> None:
     known: list[str] = []
-    assert vehicle_of("I have a 2019 Honda Accord.", known) == "2019 Honda Accord"
-    assert vehicle_of("And a 2022 Honda Civic for my son.", known) == "2022 Honda Civic"
-    assert vehicle_of("The Civic needs tyres.", known) == "2022 Honda Civic"
-    assert vehicle_of("The Honda is due for service.", known) is None  # ambiguous: two Hondas
-    assert vehicle_of("It's the 2019 Accord LX.", known) == "2019 Honda Accord"
+    assert vehicle_of("I have a 2017 Volvo V60.", known) == "2017 Volvo V60"
+    assert vehicle_of("And a 2021 Volvo XC40 for my son.", known) == "2021 Volvo XC40"
+    assert vehicle_of("The XC40 needs tyres.", known) == "2021 Volvo XC40"
+    assert vehicle_of("The Volvo is due for service.", known) is None  # ambiguous: two Volvos
+    assert vehicle_of("It's the 2017 V60 Cross.", known) == "2017 Volvo V60"
 
 
 def test_instructions_keep_who_and_when_newest_first() -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.offline.attributes import attributes_of_text
+from agents.offline.entities import entities_of_text
 from agents.offline.extractive import attributes_of, conversation_statements, topic_of
-from agents.offline.profile import attributes_of_text, date_note, entities_of_text, topic_of_text
+from agents.offline.profile import date_note, topic_of_text
 from agents.offline.proposer import plan_user_memory
 from agents.protocols import EvidenceItem
 from kb.intake import Message, render_messages
@@ -158,40 +160,40 @@ def test_relative_dates_are_anchored_to_the_session_date_in_a_note() -> None:
 
 def test_things_in_numbers_become_entity_cards_kept_apart() -> None:
     known: dict[str, list[str]] = {}
-    assert entities_of_text("I pay with my Chase Sapphire Reserve abroad.", known) == [("cards", "Chase Sapphire Reserve")]
-    assert entities_of_text("The flight was paid with my AmEx Gold card.", known) == [("cards", "AmEx Gold")]
-    assert entities_of_text("The Sapphire has no foreign transaction fees.", known) == [("cards", "Chase Sapphire Reserve")]
+    assert entities_of_text("I pay with my Bayside Harbor card abroad.", known) == [("cards", "Bayside Harbor")]
+    assert entities_of_text("The flight was paid with my NorthWind Gold card.", known) == [("cards", "NorthWind Gold")]
+    assert entities_of_text("The Harbor has no foreign transaction fees.", known) == [("cards", "Bayside Harbor")]
     assert entities_of_text("My doctor is Dr. Patel at the clinic.", known) == [("doctors", "Dr. Patel")]
     messages = [
-        ("user", "I pay with my Chase Sapphire Reserve abroad."),
-        ("user", "The flight was paid with my AmEx Gold card."),
+        ("user", "I pay with my Bayside Harbor card abroad."),
+        ("user", "The flight was paid with my NorthWind Gold card."),
         ("assistant", "Your savings account number is 4429853328."),
         ("assistant", "Your checking account number is 4429853327."),
-        ("user", "My iPhone 14 Pro warranty expires in March 2025."),
+        ("user", "My Fernwood 14 Pro laptop warranty expires in March 2025."),
     ]
     writes = plan([item(messages, user="jo")], user="jo", name="Jo")
     card_page = parse_page(writes["users/jo/cards.md"], "users/jo/cards.md")
-    assert [f["value"] for f in card_page.meta["facts"]] == ["Chase Sapphire Reserve", "AmEx Gold"]
-    assert "Chase Sapphire Reserve; AmEx Gold" in card_page.summary  # a question about "my cards" finds both
-    assert [s.title for s in card_page.structure.sections if s.level == 2][1:] == ["Chase Sapphire Reserve", "AmEx Gold"]
+    assert [f["value"] for f in card_page.meta["facts"]] == ["Bayside Harbor", "NorthWind Gold"]
+    assert "Bayside Harbor; NorthWind Gold" in card_page.summary  # a question about "my cards" finds both
+    assert [s.title for s in card_page.structure.sections if s.level == 2][1:] == ["Bayside Harbor", "NorthWind Gold"]
     accounts = parse_page(writes["users/jo/accounts.md"], "users/jo/accounts.md")
     by_value = {f["value"]: f for f in accounts.meta["facts"]}
     assert set(by_value) == {"savings account", "checking account"}
     assert [d["text"] for d in by_value["checking account"]["details"]] == ["account number is 4429853327"]
     assert [d["text"] for d in by_value["savings account"]["details"]] == ["account number is 4429853328"]
     devices = parse_page(writes["users/jo/devices.md"], "users/jo/devices.md")
-    assert devices.meta["facts"][0]["value"] == "iPhone 14 Pro"
+    assert devices.meta["facts"][0]["value"] == "Fernwood 14 Pro laptop"
     assert any("March 2025" in d["text"] for d in devices.meta["facts"][0]["details"])
 
 
 def test_entity_cards_are_found_again_in_a_later_session() -> None:
-    first = item([("user", "I have a 2019 Honda Accord and a Chase Sapphire Reserve.")], "2024-01-01", "ev-aaaaaaaaaaaaaaaa", "jo")
+    first = item([("user", "I have a 2017 Volvo V60 and a Bayside Harbor card.")], "2024-01-01", "ev-aaaaaaaaaaaaaaaa", "jo")
     writes = plan([first], user="jo", name="Jo")
-    later = item([("user", "The Sapphire annual fee is $550 now.")], "2024-03-01", "ev-bbbbbbbbbbbbbbbb", "jo")
+    later = item([("user", "The Harbor annual fee is $550 now.")], "2024-03-01", "ev-bbbbbbbbbbbbbbbb", "jo")
     again = plan_user_memory("jo", [later], lambda path: writes.get(path), "Jo", {"Jo"}).writes
     page = parse_page(again["users/jo/cards.md"], "users/jo/cards.md")
-    assert [f["value"] for f in page.meta["facts"]] == ["Chase Sapphire Reserve"]
-    assert "annual fee is $550" in page.section_text("chase-sapphire-reserve", include_heading=False)
+    assert [f["value"] for f in page.meta["facts"]] == ["Bayside Harbor"]
+    assert "annual fee is $550" in page.section_text("bayside-harbor", include_heading=False)
 
 
 def test_a_sentence_to_a_friend_is_no_standing_instruction() -> None:
@@ -295,5 +297,8 @@ def test_phrasings_that_look_like_attributes_but_are_not() -> None:
     assert values("I painted that lake sunrise last year.") == [("hobby:paint", "paint")]  # but a painting is a craft
     assert values("I'm starting to realize that self-care is really important.") == []  # not a plan
     assert values("I'm starting a dance studio.") == [("plan:a-dance-studio", "a dance studio")]
-    assert entities_of_text("Let Visa do it - you'll get better rates.", {}) == [("cards", "Visa")]  # not "Visa do"
-    assert entities_of_text("I'm using my corporate AmEx for the flights.", {}) == [("cards", "AmEx")]  # not "AmEx for"
+    assert entities_of_text("Let Westbrook do it - you'll get better rates.", {}) == []  # a name, but of no card
+    assert entities_of_text("I'm using my corporate Westbrook card for the flights.", {}) == [("cards", "Westbrook")]
+    assert entities_of_text("Excellent card choice!", {}) == []  # a capital that opens a sentence names nothing
+    assert entities_of_text("I moved it to my Gold Rewards Savings.", {}) == [("accounts", "Gold Rewards Savings")]
+    assert entities_of_text("My Savings is low.", {}) == []
