@@ -12,6 +12,7 @@ chunks often has the sentence that matches in one chunk and the code it introduc
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 import math
@@ -190,9 +191,9 @@ class Searcher:
         self.field_boosts = dict(FIELD_BOOSTS)
         self.bm25_b, self.bm25_k1 = BM25_B, BM25_K1
         self.embedder = embedder
-        self.passage_tokens = PASSAGE_TOKENS  # set from the config on every open_searcher
+        self.passage_tokens = PASSAGE_TOKENS  # a view's own (``view``)
         self._rows_by_id: dict[str, int] | None = None
-        self.denied = Denied()  # what a pending `kb forget` hides; set on every open_searcher
+        self.denied = Denied()  # what a pending `kb forget` hides: a view's own (``view``)
         self.manifest: Manifest = load_manifest(folder / MANIFEST_FILE)
         try:
             base = base_of(folder)
@@ -229,6 +230,7 @@ class Searcher:
         self._filter_cache: dict[tuple[str, tuple[str, ...], int | None, bool], _Filter] = {}
         self._ix: Any = None  # the reference engine's in-memory Whoosh index, built on first use
         self._searcher: Any = None
+        self._owner = True  # False for a ``view``: the files belong to the searcher it was made from
 
     # ---- loading -------------------------------------------------------------------------
 
@@ -275,10 +277,24 @@ class Searcher:
         self.doc_from = np.array([_ordinal(d["valid_from"], 0) for d in self.docs], dtype=np.int64)
         self.doc_to = np.array([_ordinal(d["valid_to"], _FAR_FUTURE) for d in self.docs], dtype=np.int64)
 
+    def view(self, denied: Denied, passage_tokens: int) -> Searcher:
+        """A searcher over the same loaded version with its own settings: ``denied`` (what a
+        pending ``kb forget`` hides) and ``passage_tokens``, and copies of the tunable weights.
+        The loaded arrays and files are shared (a version never changes once written); closing
+        a view leaves them open for the searcher it was made from."""
+        clone = copy.copy(self)
+        clone.denied, clone.passage_tokens = denied, passage_tokens
+        clone.rrf_weights, clone.field_boosts = dict(self.rrf_weights), dict(self.field_boosts)
+        clone._owner = False
+        clone._ix = clone._searcher = None  # a view opens its own reference engine, if asked to
+        return clone
+
     def close(self) -> None:
         if self._searcher is not None:
             self._searcher.close()
             self._ix.close()
+        if not self._owner:
+            return
         for part in self._parts:
             part.close()
 
@@ -641,7 +657,9 @@ def _load(folder: str, embedder_name: str, candidates: int, rrf_k: int) -> Searc
 
 
 def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | None = None) -> Searcher:
-    """The searcher for the serving version (cached per version folder in this process).
+    """The searcher for the serving version (its loaded files cached per version folder in
+    this process; each call returns a view of its own, so that what one caller sets on it, or
+    what a later call reads for the repository, never changes another caller's searcher).
 
     With ``commit``, the searcher for that commit: the serving version when it serves it, else a
     point-in-time index built on first use (``kb.retrieval.build.index_at``; ``progress`` reports it).
@@ -666,8 +684,7 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
     else:
         folder = index_at(repo, commit, progress)[0]
         searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
-    searcher.denied = load_denied(repo)
-    searcher.passage_tokens = r.passage_tokens
+    searcher = searcher.view(load_denied(repo), r.passage_tokens)
     expected = searcher.embedder.identity if searcher.embedder is not None else r.embedder
     if searcher.manifest.embedder != expected:
         raise IndexMissingError(
@@ -677,20 +694,10 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
     return searcher
 
 
-def search(
-    repo: Repo,
-    query: str,
-    principal: str = SYSTEM,
-    k: int = 10,
-    at: str | None = None,
-    mode: str = "hybrid",
-    include_evidence: bool = False,
-    include_deprecated: bool = False,
-    commit: str | None = None,
-) -> list[Hit]:
-    """Search the serving index as ``principal``: pages (and evidence hits when asked).
+def search(repo: Repo, query: Query, commit: str | None = None) -> list[Hit]:
+    """Search the serving index with ``query`` (``make_query``): pages, and evidence hits when
+    it asks for them, inside its principal's scopes.
 
     ``commit`` searches the repository as it was at that commit (see ``open_searcher``).
     """
-    q = make_query(query, principal, k, at, mode, include_evidence, include_deprecated)
-    return open_searcher(repo, commit).search(q)
+    return open_searcher(repo, commit).search(query)
