@@ -16,7 +16,6 @@ import copy
 import datetime as dt
 import json
 import math
-import os
 import pickle
 import zipfile
 from dataclasses import asdict, dataclass, field, replace
@@ -40,8 +39,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from kb.retrieval.build import Progress
     from kb.retrieval.embedder import Vectors
+    from kb.retrieval.publish import Progress
 
 
 MODES = ("hybrid", "bm25", "dense")
@@ -182,6 +181,7 @@ class Searcher:
 
         from kb.retrieval.bm25 import Bm25Table
         from kb.retrieval.store import DELETED_FILE, base_of
+        from kb.retrieval.tables import VersionPart
 
         self.folder = folder
         self.bm25_engine = bm25_engine  # "numpy" (exported postings) or "whoosh" (its own searcher)
@@ -198,9 +198,9 @@ class Searcher:
         try:
             base = base_of(folder)
             # a layered version: its base version's rows (less the deleted ones), then its own
-            parts = [_Part(folder, self.manifest)]
+            parts = [VersionPart(folder, self.manifest)]
             if base is not None:
-                parts.insert(0, _Part(folder.parent / base, load_manifest(folder.parent / base / MANIFEST_FILE)))
+                parts.insert(0, VersionPart(folder.parent / base, load_manifest(folder.parent / base / MANIFEST_FILE)))
                 parts[0].live[np.load(folder / DELETED_FILE)] = False
             self._parts = parts
             self.docs: list[dict[str, Any]] = [d for part in parts for d in part.docs]
@@ -240,9 +240,9 @@ class Searcher:
         if self._searcher is None:
             from whoosh.filedb.filestore import RamStorage
 
-            from kb.retrieval.build import _schema
+            from kb.retrieval.tables import text_schema
 
-            self._ix = RamStorage().create_index(_schema())
+            self._ix = RamStorage().create_index(text_schema())
             writer = self._ix.writer()
             for row in range(len(self.row_doc)):
                 record = self.chunk_record(row)
@@ -606,46 +606,6 @@ def _shared_length(text: str, body: str) -> int:
         if (size == len(body) or body[size].isspace()) and text.endswith(body[:size]):
             return size
     return 0
-
-
-class _Part:
-    """The files of one full version, as a searcher reads them (a layered version has two)."""
-
-    def __init__(self, folder: Path, manifest: Manifest) -> None:
-        import numpy as np
-
-        from kb.retrieval.bm25 import BM25_FILE, Bm25Table
-        from kb.retrieval.build import TEXT_FIELDS, pending_rows
-
-        self.docs: list[dict[str, Any]] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
-        with np.load(folder / "rows.npz") as rows:
-            self.row_doc = rows["doc"]
-            self.row_lines = rows["lines"]
-        self.rows = len(self.row_doc)
-        self.offsets = np.load(folder / "offsets.npy")
-        self.vectors = np.load(folder / "vectors.npy")
-        self.bm25 = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
-        self.ids = sorted(manifest.chunks)  # rows are chunk ids in sorted order
-        self.live = np.ones(self.rows, dtype=bool)
-        self.pending = np.zeros(self.rows, dtype=bool)
-        self.pending[pending_rows(folder)] = True
-        if (
-            len(self.ids) != self.rows
-            or self.vectors.shape[0] != self.rows
-            or self.bm25.n_rows != self.rows
-            or len(self.offsets) != self.rows
-        ):
-            raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
-        self._fd = os.open(folder / "chunks.jsonl", os.O_RDONLY)
-        self._size = os.fstat(self._fd).st_size
-
-    def record(self, row: int) -> dict[str, Any]:
-        start = int(self.offsets[row])
-        end = int(self.offsets[row + 1]) if row + 1 < len(self.offsets) else self._size
-        return dict(json.loads(os.pread(self._fd, end - start, start)))
-
-    def close(self) -> None:
-        os.close(self._fd)
 
 
 # ---- opening the serving index ------------------------------------------------------------

@@ -54,14 +54,14 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from kb.retrieval import build as indexing
+    from kb.retrieval import build as indexing, version
     from kb.repo import Repo
 
-    real = indexing._write_text_index
+    real = version.write_text_index
     def write_then_die(*args, **kwargs):
         real(*args, **kwargs)  # the new version is half written: vectors and text index, no manifest
         os.kill(os.getpid(), signal.SIGKILL)
-    indexing._write_text_index = write_then_die
+    version.write_text_index = write_then_die
     indexing.build_index(Repo(Path(sys.argv[1])))
     """
 )
