@@ -42,7 +42,7 @@ from kb.retrieval.store import (
     point_in_time_commits,
     prune_point_in_time,
 )
-from kb.retrieval.tables import pending_rows
+from kb.retrieval.tables import interim_rows, pending_rows
 from kb.retrieval.version import BuildResult, BuildSpec, CorpusSource, build_corpus
 
 __all__ = ["BuildResult", "IndexStatus", "build_index", "build_key", "index_at", "index_status"]
@@ -177,7 +177,8 @@ class IndexStatus:
     config_matches: bool  # False: built with other retrieval settings; rebuild to apply them
     problem: str = ""
     point_in_time: tuple[str, ...] = ()  # commits with a point-in-time index (kb search --commit)
-    dense_pending: int = 0  # chunks of the served version without a vector yet (searched by BM25 alone)
+    dense_pending: int = 0  # chunks of the served version without their vector yet (searched by BM25 alone ...)
+    dense_interim: int = 0  # ... of them, chunks that dense search finds meanwhile by the previous version's vector
     building: str = ""  # the build holding the index lock ("pid N (command ...)"), if one runs
 
     def to_dict(self) -> dict[str, Any]:
@@ -206,9 +207,9 @@ def index_status(repo: Repo) -> IndexStatus:
     lock = repo.state_dir / "index.lock"
     holder = describe_holder(lock) if lock.is_file() and lock.stat().st_size else ""
     try:
-        pending = len(pending_rows(store.current_path()))
+        pending, interim = len(pending_rows(store.current_path())), len(interim_rows(store.current_path()))
     except (IndexMissingError, OSError, ValueError):
-        pending = 0
+        pending = interim = 0
     return IndexStatus(
         manifest.source_commit,
         store.current(),
@@ -221,5 +222,6 @@ def index_status(repo: Repo) -> IndexStatus:
         matches,
         point_in_time=tuple(point_in_time_commits(store)),
         dense_pending=pending,
+        dense_interim=interim,
         building=holder if holder.startswith("pid ") else "",
     )

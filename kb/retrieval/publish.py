@@ -20,7 +20,7 @@ from kb.retrieval.embed_cache import CachedEmbedder
 from kb.retrieval.embedder import Embedder, embed_all
 from kb.retrieval.manifest import MANIFEST_FILE
 from kb.retrieval.store import IndexStore
-from kb.retrieval.tables import PENDING_FILE, link, pending_rows
+from kb.retrieval.tables import INTERIM_FILE, PENDING_FILE, interim_rows, link, pending_rows
 
 if TYPE_CHECKING:
     from kb.retrieval.embedder import Vectors
@@ -102,7 +102,7 @@ def embed_pending(store: IndexStore, name: str, waiting: Waiting, embedder: Embe
 
 def publish_batch(store: IndexStore, name: str, source: str, filled: list[tuple[list[int], Vectors]]) -> str:
     """A new version: version ``name`` with the vectors of ``filled`` (rows, vector) written in
-    and those rows no longer pending. Every other file is the previous version's (hard links:
+    and those rows no longer pending (nor served by a stand-in). Every other file is the previous version's (hard links:
     versions never change once in place). Switched to atomically like any version."""
     import numpy as np
 
@@ -117,8 +117,11 @@ def publish_batch(store: IndexStore, name: str, source: str, filled: list[tuple[
         left = np.setdiff1d(pending_rows(previous), np.array(done, dtype=np.int64))
         if len(left):
             np.save(tmp / PENDING_FILE, left)
+        interim = np.intersect1d(interim_rows(previous), left)  # stand-ins not replaced yet
+        if len(interim):
+            np.save(tmp / INTERIM_FILE, interim)
         for path in sorted(previous.iterdir()):
-            if path.name not in ("vectors.npy", PENDING_FILE, MANIFEST_FILE):
+            if path.name not in ("vectors.npy", PENDING_FILE, INTERIM_FILE, MANIFEST_FILE):
                 link(path, tmp / path.name)
         link(previous / MANIFEST_FILE, tmp / MANIFEST_FILE)  # last: it marks the version complete
     except BaseException:

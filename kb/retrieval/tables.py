@@ -3,7 +3,8 @@
 A version holds ``docs.json`` (one record per page or evidence item: scope, status, validity),
 ``rows.npz`` (per chunk row: doc, lines), ``chunks.jsonl`` + ``offsets.npy`` (chunk text, read
 lazily), ``vectors.npy`` (rows x dim), ``pending.npy`` (rows whose vector is not computed yet),
-``bm25.npz`` (the BM25F postings and field lengths, ``kb.retrieval.bm25``) and ``summary.json``
+``interim.npy`` (of those, rows served meanwhile with the previous version's vector for the same
+text), ``bm25.npz`` (the BM25F postings and field lengths, ``kb.retrieval.bm25``) and ``summary.json``
 (plus ``sources.npz`` in a full version); ``manifest.json`` is written last by the build.
 
 An incremental build costs what the change costs: the previous version's rows map onto the new
@@ -17,7 +18,7 @@ import json
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     from kb.retrieval.embedder import Vectors
 
 TEXT_FIELDS = ("title", "headings", "summary", "body")
-PENDING_FILE = "pending.npy"  # rows whose vector is not computed yet (their row of vectors.npy is zeros)
+PENDING_FILE = "pending.npy"  # rows whose vector is not computed yet (their row of vectors.npy is zeros, or a stand-in)
+INTERIM_FILE = "interim.npy"  # pending rows whose row of vectors.npy is a stand-in: the previous version's vector of that text
 SUMMARY_FILE = "summary.json"  # every version: its commit and counts, read without the manifest
 SOURCES_FILE = "sources.npz"  # a full version: its documents' sources, sorted, for layered builds to look up
 
@@ -52,12 +54,14 @@ class Rows:
 class Patch:
     """What a version is written from: the plan against the previous version (``old_folder``,
     None when there is none), how that version's rows map onto the new ones (``delta``, None:
-    everything is written whole), and the content hashes it holds no vector for (``stale``)."""
+    everything is written whole), the content hashes it holds no vector for (``stale``), and
+    stand-in vectors for rows left pending (``standins``, by content hash: ``stand_ins``)."""
 
     plan: BuildPlan
     old_folder: Path | None
     delta: Delta | None
     stale: set[str]
+    standins: dict[str, Vectors] = field(default_factory=dict)
 
 
 def text_schema() -> Any:
@@ -79,7 +83,8 @@ def write_vectors(folder: Path, rows: Rows, patch: Patch, got: dict[str, Vectors
 
     A row's vector comes from ``got`` (embedded or from the cache), else from the previous
     version's row of the same content (``patch.plan.reuse``) unless that row had no vector either
-    (``patch.stale``); else it is zeros and the row is pending. With ``patch.delta`` (an incremental build)
+    (``patch.stale``); else the row is pending, and its vector is its stand-in
+    (``patch.standins``: listed in ``interim.npy``) or zeros. With ``patch.delta`` (an incremental build)
     the unchanged rows are copied as one array operation and only the added ones are looked up.
     """
     import numpy as np
@@ -95,7 +100,7 @@ def write_vectors(folder: Path, rows: Rows, patch: Patch, got: dict[str, Vectors
             todo += [(row, cid) for row, cid in enumerate(ids) if hashes[cid] in stale]
     else:
         todo = list(enumerate(ids))
-    new_rows, new_src, old_rows, old_src, pending = [], [], [], [], []
+    new_rows, new_src, old_rows, old_src, pending, interim = [], [], [], [], [], []
     for row, cid in todo:
         h = hashes[cid]
         if h in got:
@@ -106,6 +111,11 @@ def write_vectors(folder: Path, rows: Rows, patch: Patch, got: dict[str, Vectors
             old_src.append(plan.reuse[h])
         else:
             pending.append(row)
+            if h in patch.standins:
+                interim.append(row)
+    if interim:
+        vectors[interim] = np.stack([patch.standins[hashes[ids[row]]] for row in interim])
+        np.save(folder / INTERIM_FILE, np.unique(np.array(interim, dtype=np.int64)))
     if new_rows:
         vectors[new_rows] = np.stack(new_src)
     if old_rows and old is not None:
@@ -123,6 +133,36 @@ def pending_rows(folder: Path) -> NDArray[np.int64]:
 
     path = folder / PENDING_FILE
     return np.load(path) if path.is_file() else np.zeros(0, dtype=np.int64)
+
+
+def interim_rows(folder: Path) -> NDArray[np.int64]:
+    """The pending rows of a version served meanwhile with a stand-in vector (``stand_ins``)."""
+    import numpy as np
+
+    path = folder / INTERIM_FILE
+    return np.load(path) if path.is_file() else np.zeros(0, dtype=np.int64)
+
+
+def stand_ins(old: Manifest | None, old_folder: Path | None, wanted: set[str]) -> dict[str, Vectors]:
+    """The vectors the previous version holds for the texts ``wanted`` (content hashes): its own,
+    or stand-ins it served itself. A build of the same key writes them into the rows it has yet
+    to embed, so that dense search keeps finding unchanged text while a full rebuild embeds it
+    again; each is replaced when its own vector is published."""
+    import numpy as np
+
+    if old is None or old_folder is None or not wanted:
+        return {}
+    try:
+        without = set(pending_rows(old_folder).tolist()) - set(interim_rows(old_folder).tolist())
+        rows: dict[str, int] = {}
+        for row, cid in enumerate(sorted(old.chunks)):
+            h = old.chunks[cid]
+            if h in wanted and h not in rows and row not in without:
+                rows[h] = row
+        vectors = np.load(old_folder / "vectors.npy", mmap_mode="r") if rows else None
+        return {h: np.array(vectors[row]) for h, row in rows.items()} if vectors is not None else {}
+    except (OSError, ValueError, IndexError):  # a previous version unreadable: no stand-ins, the rows wait
+        return {}
 
 
 def stale_hashes(old: Manifest | None, old_folder: Path | None) -> set[str]:
@@ -316,6 +356,7 @@ class VersionPart:
         self.live = np.ones(self.rows, dtype=bool)
         self.pending = np.zeros(self.rows, dtype=bool)
         self.pending[pending_rows(folder)] = True
+        self.pending[interim_rows(folder)] = False  # a stand-in vector serves until the row's own is published
         if (
             len(self.ids) != self.rows
             or self.vectors.shape[0] != self.rows

@@ -26,7 +26,17 @@ from kb.retrieval.embedder import Embedder
 from kb.retrieval.manifest import MANIFEST_FILE, BuildPlan, Manifest, load_manifest, plan_build
 from kb.retrieval.publish import Publishing, Timer, Waiting, embed_pending, vectors_at_hand
 from kb.retrieval.store import DELETED_FILE, GONE_FILE, LAYERS_FILE, IndexStore, base_of
-from kb.retrieval.tables import Delta, Patch, Rows, pending_rows, stale_hashes, write_summary, write_text_index, write_vectors
+from kb.retrieval.tables import (
+    Delta,
+    Patch,
+    Rows,
+    pending_rows,
+    stale_hashes,
+    stand_ins,
+    write_summary,
+    write_text_index,
+    write_vectors,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -112,8 +122,9 @@ def build_corpus(
     ``publishing.progressive``: when more than ``publishing.inline`` texts need the model, the version is published
     first with the text index whole and the vectors known so far (reused, or in the embedding
     cache); the rest are embedded ``publishing.batch`` texts at a time, each batch published as a
-    version of its own (``kb.retrieval.publish``). Until its vector arrives a chunk is found by BM25 alone. A
-    build interrupted meanwhile leaves the last published version serving, and the next build
+    version of its own (``kb.retrieval.publish``). Until its vector arrives a chunk is found by BM25
+    alone, or also by the previous version's vector of the same text when the build key is the
+    same (a full rebuild: ``kb.retrieval.tables.stand_ins``). A build interrupted meanwhile leaves the last published version serving, and the next build
     of any commit embeds the rows it left pending (the finished batches are in that version and
     in the cache: nothing is embedded twice).
     """
@@ -147,7 +158,9 @@ def build_corpus(
     name, tmp = store.new_tmp(commit)
     try:
         rows = Rows(sorted(by_id), by_id, hashes)
-        patch = Patch(plan, old_folder, Delta.of(old, old_folder, rows.ids, plan), stale)
+        same_key = old is not None and old.build_key == key
+        standins = stand_ins(old, old_folder, wanted - set(got)) if same_key else {}
+        patch = Patch(plan, old_folder, Delta.of(old, old_folder, rows.ids, plan), stale, standins)
         pending = write_vectors(tmp, rows, patch, got, _dimension(got, old_folder, embedder))
         if publishing.progress:
             publishing.progress("text index", 0, len(plan.add))
