@@ -159,8 +159,10 @@ def stand_ins(old: Manifest | None, old_folder: Path | None, wanted: set[str]) -
             h = old.chunks[cid]
             if h in wanted and h not in rows and row not in without:
                 rows[h] = row
-        vectors = np.load(old_folder / "vectors.npy", mmap_mode="r") if rows else None
-        return {h: np.array(vectors[row]) for h, row in rows.items()} if vectors is not None else {}
+        if not rows:
+            return {}
+        block = np.load(old_folder / "vectors.npy", mmap_mode="r")[list(rows.values())]  # one read, one array
+        return {h: block[i] for i, h in enumerate(rows)}
     except (OSError, ValueError, IndexError):  # a previous version unreadable: no stand-ins, the rows wait
         return {}
 
