@@ -51,10 +51,10 @@ class RepoReader:
         return head
 
     def search(self, query: str, k: int = 8, include_evidence: bool = True) -> str:
-        from kb.retrieval.search import search
+        from kb.retrieval.search import make_query, search
 
         try:
-            hits = search(self.repo, query, self.principal, k=k, include_evidence=include_evidence)
+            hits = search(self.repo, make_query(query, self.principal, k=k, include_evidence=include_evidence))
         except IndexMissingError:
             return "no search index is built yet on the main branch; use list_pages and grep_docs"
         if not hits:

@@ -44,7 +44,7 @@ from kb.evidence import add_items, load_ledger
 from kb.intake import PreparedItem, prepare
 from kb.page import Page, parse_page
 from kb.repo import Repo
-from kb.retrieval.search import search
+from kb.retrieval.search import make_query, search
 from kb.scaffold import init_repository
 from pipeline.loop import run_loop
 
@@ -407,7 +407,7 @@ def answerability(repo: Repo, questions: Path) -> None:
     data = json.loads(questions.read_text(encoding="utf-8"))
     answered = 0
     for q in data["questions"]:
-        hits = search(repo, q["q"], k=1)
+        hits = search(repo, make_query(q["q"], k=1))
         passage = " ".join(hits[0].text.split()) if hits else ""
         ok = " ".join(q["answer"].split()) in passage
         answered += ok

@@ -8,7 +8,7 @@ exit code). Everything here is stable; modules not named here are internals.
     item = api.prepare(b"...", "notes.md", "document", api.user_scope(None))
     api.add_items(repo, [item])
     api.build_index(repo)                            # BuildResult; .summary() is one line
-    hits = api.search(repo, "window seat", principal="user:alice", k=5)
+    hits = api.search(repo, api.make_query("window seat", principal="user:alice", k=5))
     view = api.read_page(repo, "users/alice/profile", principal="user:alice", level="L1")
     context = api.build_context(repo, "alice", "Which seat should I book?", budget=1500)
 

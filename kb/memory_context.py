@@ -8,7 +8,8 @@ never cut), counted with the real tokenizer, and added only while it fits the bu
 block is marked as data: retrieved text is never instructions.
 
 Personal data of a kind the `privacy:` policy masks or keeps out of pages (``no-copy``) is
-masked with a typed placeholder in every item (``kb.privacy.mask``).
+masked with a typed placeholder in every item, numbered across the whole context: one value has
+one placeholder in every item, and two values never share one (``[PHONE-1]``, ``[PHONE-2]``).
 
 The profile goes first, so what it says reads like standing instructions: a line of its L1 that
 tries to steer a model or asks that personal data be given to anyone (``kb.injection``; a
@@ -21,16 +22,17 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from kb.errors import NotFoundError, UsageError
+from kb.errors import FormatError, NotFoundError, UsageError
 from kb.evidence import ledger_at
 from kb.forgotten import is_hidden
 from kb.inert import make_tags_inert
 from kb.injection import unsafe_statement
 from kb.page import Page, page_id_for_path, parse_page
-from kb.privacy import mask
+from kb.privacy import PLACEHOLDER_RE, TAGS, find_personal_data, fingerprint
 from kb.repo import Repo
 from kb.scopes import folder_for_scope, user_scope
 from kb.tokens import count_tokens
@@ -113,7 +115,7 @@ class _Pages:
                 data = None  # being forgotten
             try:
                 self.cache[path] = parse_page(data, path) if data else None
-            except Exception:
+            except FormatError:  # a page kb cannot read (committed by hand): left out of the context
                 self.cache[path] = None
         return self.cache[path]
 
@@ -174,28 +176,55 @@ def build_context(
     dates = {e.id: e.date for e in ledger_at(repo, commit)}
     context = MemoryContext(user, question, budget, variant)
     privacy = repo.config.privacy
-    protected, allow = privacy.kinds("mask", "no-copy"), privacy.allow
-
-    def guard(item: ContextItem) -> ContextItem:
-        """Personal data the policy keeps out of model context, masked (``[PHONE-1]``)."""
-        text = mask(item.text, protected, allow).text
-        return item if text == item.text else replace(item, text=text, tokens=count_tokens(text))
-
     profile = _profile_item(pages, profile_file)
-    profile = guard(profile) if profile is not None else None
     vector = searcher.embed_query(query.text)
     namespaces = {"raw": [EVIDENCE], "pages": [PAGE], "both": [PAGE, EVIDENCE]}[variant]
     per_ns: list[list[ContextItem]] = []
     for namespace in namespaces:
         hits = searcher.fuse_chunks(searcher.rank(query, namespace, vector), namespace, k)
-        found = _page_items(hits, pages, scope, profile_file) if namespace == PAGE else _evidence_items(hits, dates)
-        per_ns.append([guard(item) for item in found])
+        per_ns.append(_page_items(hits, pages, scope, profile_file) if namespace == PAGE else _evidence_items(hits, dates))
+    texts = [profile.text] if profile is not None else []
+    masker = _Masker(privacy.kinds("mask", "no-copy"), privacy.allow, texts + [item.text for found in per_ns for item in found])
+    profile = masker.item(profile) if profile is not None else None
+    per_ns = [[masker.item(item) for item in found] for found in per_ns]
     chosen = _choose(context, profile, _interleave(per_ns))
     order = {"profile": 0, "memory": 1, "evidence": 2, "knowledge": 3}
     context.items = sorted(chosen, key=lambda i: (order[i.kind], i.rank))
     context.ranked = [i for i in chosen if i.kind != "profile"]
     _trim_to_budget(context)
     return context
+
+
+class _Masker:
+    """Personal data the policy keeps out of model context, masked with placeholders numbered
+    per context, not per item: the same value (normalised) is the same placeholder in every item,
+    and numbering starts after the highest placeholder any item holds already (text masked at
+    ingest), so that no two values share one."""
+
+    def __init__(self, kinds: Collection[str], allow: Collection[str], texts: Iterable[str]) -> None:
+        self.kinds, self.allow = kinds, allow
+        self.used: dict[str, int] = {}  # tag -> the highest number taken
+        for text in texts:
+            for tag, number in PLACEHOLDER_RE.findall(text):
+                self.used[tag] = max(self.used.get(tag, 0), int(number))
+        self.names: dict[tuple[str, str], str] = {}  # (kind, normalised value) -> its placeholder
+
+    def item(self, item: ContextItem) -> ContextItem:
+        text = self.text(item.text)
+        return item if text == item.text else replace(item, text=text, tokens=count_tokens(text))
+
+    def text(self, text: str) -> str:
+        hits = [h for h in find_personal_data(text, self.kinds) if not self.allow or fingerprint(h.kind, h.value) not in self.allow]
+        out, last = [], 0
+        for hit in hits:
+            key = (hit.kind, hit.normalised)
+            if key not in self.names:
+                tag = TAGS[hit.kind]
+                self.used[tag] = self.used.get(tag, 0) + 1
+                self.names[key] = f"[{tag}-{self.used[tag]}]"
+            out += [text[last : hit.start], self.names[key]]
+            last = hit.end
+        return "".join(out) + text[last:] if hits else text
 
 
 def _page_items(hits: list[Hit], pages: _Pages, scope: str, profile_file: str) -> list[ContextItem]:

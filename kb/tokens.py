@@ -33,8 +33,8 @@ def _encoding() -> tiktoken.Encoding | None:
         import tiktoken
 
         return tiktoken.get_encoding("cl100k_base")
-    except Exception:
-        return None
+    except (ImportError, OSError, ValueError):  # no tiktoken (or requests); the file missing and no
+        return None  # network (requests' errors are OSErrors); a download whose hash does not match
 
 
 def estimate_tokens(text: str) -> int:

@@ -60,9 +60,14 @@ def status(as_json: JsonOpt = False) -> None:
     if state.dense_pending:
         total = state.counts.get("chunks", 0)
         how = f"a build is embedding them ({state.building})" if state.building else "run `kb index build` to embed the rest"
+        meanwhile = (
+            f": {state.dense_interim} of them are found by the previous version's vectors, the rest by BM25 alone until then"
+            if state.dense_interim
+            else " are searched by BM25 alone until then"
+        )
         echo(
             f"embedding {state.served_commit[:12]}: {total - state.dense_pending}/{total} chunks embedded; "
-            f"the other {state.dense_pending} are searched by BM25 alone until then; {how}"
+            f"the other {state.dense_pending}{meanwhile}; {how}"
         )
     if state.point_in_time:
         echo(f"point-in-time indexes (kb search --commit): {', '.join(c[:12] for c in state.point_in_time)}")

@@ -172,7 +172,7 @@ class StoredChunk(Chunk):
     read from ``chunks.jsonl`` only if something asks for them (an incremental build never does
     for unchanged chunks). So reusing 50,000 chunks costs no JSON parsing."""
 
-    def __init__(self, chunk_id: str, doc: str, namespace: str, content_hash: str, reader: _ChunkReader, row: int) -> None:
+    def __init__(self, chunk_id: str, doc: str, namespace: str, content_hash: str, reader: ChunkReader, row: int) -> None:
         self.__dict__.update(id=chunk_id, doc=doc, namespace=namespace, _hash=content_hash, _reader=reader, _row=row)
 
     def __getattr__(self, name: str) -> Any:  # only called for the fields not set above
@@ -189,7 +189,7 @@ class StoredChunk(Chunk):
         return str(self._hash)
 
 
-class _ChunkReader:
+class ChunkReader:
     """Reads one line of a version's ``chunks.jsonl`` by row."""
 
     def __init__(self, folder: Path) -> None:
@@ -227,7 +227,7 @@ def load_source_cache(folder: Path) -> SourceCache:
         manifest = load_manifest(folder / MANIFEST_FILE)
         with np.load(folder / "rows.npz") as rows:
             row_doc = rows["doc"]
-        reader = _ChunkReader(folder)
+        reader = ChunkReader(folder)
         ids = sorted(manifest.chunks)
         if len(ids) != len(row_doc) or len(reader.offsets) != len(ids):
             return {}

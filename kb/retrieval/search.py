@@ -12,10 +12,10 @@ chunks often has the sentence that matches in one chunk and the code it introduc
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 import math
-import os
 import pickle
 import zipfile
 from dataclasses import asdict, dataclass, field, replace
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from kb.retrieval.build import Progress
     from kb.retrieval.embedder import Vectors
+    from kb.retrieval.publish import Progress
 
 
 MODES = ("hybrid", "bm25", "dense")
@@ -181,6 +181,7 @@ class Searcher:
 
         from kb.retrieval.bm25 import Bm25Table
         from kb.retrieval.store import DELETED_FILE, base_of
+        from kb.retrieval.tables import VersionPart
 
         self.folder = folder
         self.bm25_engine = bm25_engine  # "numpy" (exported postings) or "whoosh" (its own searcher)
@@ -190,16 +191,16 @@ class Searcher:
         self.field_boosts = dict(FIELD_BOOSTS)
         self.bm25_b, self.bm25_k1 = BM25_B, BM25_K1
         self.embedder = embedder
-        self.passage_tokens = PASSAGE_TOKENS  # set from the config on every open_searcher
+        self.passage_tokens = PASSAGE_TOKENS  # a view's own (``view``)
         self._rows_by_id: dict[str, int] | None = None
-        self.denied = Denied()  # what a pending `kb forget` hides; set on every open_searcher
+        self.denied = Denied()  # what a pending `kb forget` hides: a view's own (``view``)
         self.manifest: Manifest = load_manifest(folder / MANIFEST_FILE)
         try:
             base = base_of(folder)
             # a layered version: its base version's rows (less the deleted ones), then its own
-            parts = [_Part(folder, self.manifest)]
+            parts = [VersionPart(folder, self.manifest)]
             if base is not None:
-                parts.insert(0, _Part(folder.parent / base, load_manifest(folder.parent / base / MANIFEST_FILE)))
+                parts.insert(0, VersionPart(folder.parent / base, load_manifest(folder.parent / base / MANIFEST_FILE)))
                 parts[0].live[np.load(folder / DELETED_FILE)] = False
             self._parts = parts
             self.docs: list[dict[str, Any]] = [d for part in parts for d in part.docs]
@@ -229,6 +230,7 @@ class Searcher:
         self._filter_cache: dict[tuple[str, tuple[str, ...], int | None, bool], _Filter] = {}
         self._ix: Any = None  # the reference engine's in-memory Whoosh index, built on first use
         self._searcher: Any = None
+        self._owner = True  # False for a ``view``: the files belong to the searcher it was made from
 
     # ---- loading -------------------------------------------------------------------------
 
@@ -238,9 +240,9 @@ class Searcher:
         if self._searcher is None:
             from whoosh.filedb.filestore import RamStorage
 
-            from kb.retrieval.build import _schema
+            from kb.retrieval.tables import text_schema
 
-            self._ix = RamStorage().create_index(_schema())
+            self._ix = RamStorage().create_index(text_schema())
             writer = self._ix.writer()
             for row in range(len(self.row_doc)):
                 record = self.chunk_record(row)
@@ -275,10 +277,24 @@ class Searcher:
         self.doc_from = np.array([_ordinal(d["valid_from"], 0) for d in self.docs], dtype=np.int64)
         self.doc_to = np.array([_ordinal(d["valid_to"], _FAR_FUTURE) for d in self.docs], dtype=np.int64)
 
+    def view(self, denied: Denied, passage_tokens: int) -> Searcher:
+        """A searcher over the same loaded version with its own settings: ``denied`` (what a
+        pending ``kb forget`` hides) and ``passage_tokens``, and copies of the tunable weights.
+        The loaded arrays and files are shared (a version never changes once written); closing
+        a view leaves them open for the searcher it was made from."""
+        clone = copy.copy(self)
+        clone.denied, clone.passage_tokens = denied, passage_tokens
+        clone.rrf_weights, clone.field_boosts = dict(self.rrf_weights), dict(self.field_boosts)
+        clone._owner = False
+        clone._ix = clone._searcher = None  # a view opens its own reference engine, if asked to
+        return clone
+
     def close(self) -> None:
         if self._searcher is not None:
             self._searcher.close()
             self._ix.close()
+        if not self._owner:
+            return
         for part in self._parts:
             part.close()
 
@@ -592,46 +608,6 @@ def _shared_length(text: str, body: str) -> int:
     return 0
 
 
-class _Part:
-    """The files of one full version, as a searcher reads them (a layered version has two)."""
-
-    def __init__(self, folder: Path, manifest: Manifest) -> None:
-        import numpy as np
-
-        from kb.retrieval.bm25 import BM25_FILE, Bm25Table
-        from kb.retrieval.build import TEXT_FIELDS, pending_rows
-
-        self.docs: list[dict[str, Any]] = json.loads((folder / "docs.json").read_text(encoding="utf-8"))
-        with np.load(folder / "rows.npz") as rows:
-            self.row_doc = rows["doc"]
-            self.row_lines = rows["lines"]
-        self.rows = len(self.row_doc)
-        self.offsets = np.load(folder / "offsets.npy")
-        self.vectors = np.load(folder / "vectors.npy")
-        self.bm25 = Bm25Table(folder / BM25_FILE, TEXT_FIELDS)
-        self.ids = sorted(manifest.chunks)  # rows are chunk ids in sorted order
-        self.live = np.ones(self.rows, dtype=bool)
-        self.pending = np.zeros(self.rows, dtype=bool)
-        self.pending[pending_rows(folder)] = True
-        if (
-            len(self.ids) != self.rows
-            or self.vectors.shape[0] != self.rows
-            or self.bm25.n_rows != self.rows
-            or len(self.offsets) != self.rows
-        ):
-            raise IndexMissingError(f"the search index in {folder} is corrupted (row counts disagree)")
-        self._fd = os.open(folder / "chunks.jsonl", os.O_RDONLY)
-        self._size = os.fstat(self._fd).st_size
-
-    def record(self, row: int) -> dict[str, Any]:
-        start = int(self.offsets[row])
-        end = int(self.offsets[row + 1]) if row + 1 < len(self.offsets) else self._size
-        return dict(json.loads(os.pread(self._fd, end - start, start)))
-
-    def close(self) -> None:
-        os.close(self._fd)
-
-
 # ---- opening the serving index ------------------------------------------------------------
 
 
@@ -641,7 +617,9 @@ def _load(folder: str, embedder_name: str, candidates: int, rrf_k: int) -> Searc
 
 
 def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | None = None) -> Searcher:
-    """The searcher for the serving version (cached per version folder in this process).
+    """The searcher for the serving version (its loaded files cached per version folder in
+    this process; each call returns a view of its own, so that what one caller sets on it, or
+    what a later call reads for the repository, never changes another caller's searcher).
 
     With ``commit``, the searcher for that commit: the serving version when it serves it, else a
     point-in-time index built on first use (``kb.retrieval.build.index_at``; ``progress`` reports it).
@@ -666,8 +644,7 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
     else:
         folder = index_at(repo, commit, progress)[0]
         searcher = _load(str(folder), r.embedder, r.candidates, r.rrf_k)
-    searcher.denied = load_denied(repo)
-    searcher.passage_tokens = r.passage_tokens
+    searcher = searcher.view(load_denied(repo), r.passage_tokens)
     expected = searcher.embedder.identity if searcher.embedder is not None else r.embedder
     if searcher.manifest.embedder != expected:
         raise IndexMissingError(
@@ -677,20 +654,10 @@ def open_searcher(repo: Repo, commit: str | None = None, progress: Progress | No
     return searcher
 
 
-def search(
-    repo: Repo,
-    query: str,
-    principal: str = SYSTEM,
-    k: int = 10,
-    at: str | None = None,
-    mode: str = "hybrid",
-    include_evidence: bool = False,
-    include_deprecated: bool = False,
-    commit: str | None = None,
-) -> list[Hit]:
-    """Search the serving index as ``principal``: pages (and evidence hits when asked).
+def search(repo: Repo, query: Query, commit: str | None = None) -> list[Hit]:
+    """Search the serving index with ``query`` (``make_query``): pages, and evidence hits when
+    it asks for them, inside its principal's scopes.
 
     ``commit`` searches the repository as it was at that commit (see ``open_searcher``).
     """
-    q = make_query(query, principal, k, at, mode, include_evidence, include_deprecated)
-    return open_searcher(repo, commit).search(q)
+    return open_searcher(repo, commit).search(query)

@@ -26,12 +26,14 @@ from typing import Any
 
 from kb.config import Config, config_hash
 from kb.errors import FormatError, UsageError
-from kb.retrieval.build import build_corpus, build_key
+from kb.retrieval.build import build_key
 from kb.retrieval.chunking import PAGE, chunk_markdown
 from kb.retrieval.corpus import Corpus, Doc
 from kb.retrieval.embedder import Embedder, make_embedder
+from kb.retrieval.publish import Publishing
 from kb.retrieval.search import MODES, Candidates, Query, Searcher
 from kb.retrieval.store import IndexStore
+from kb.retrieval.version import BuildSpec, CorpusSource, build_corpus
 
 EVAL_MODES = MODES
 
@@ -208,15 +210,9 @@ def run_eval(
     embedder = embedder or make_embedder(r.embedder)
     with tempfile.TemporaryDirectory(prefix="kb-eval-") as tmp:
         store = IndexStore(workdir or Path(tmp))
-        result = build_corpus(
-            store,
-            beir_corpus(data, r.chunk_tokens, r.chunk_overlap),
-            embedder,
-            build_key(config, embedder.identity),
-            config_hash(config, "retrieval"),
-            _fingerprint(corpus),
-            progress=progress,
-        )
+        source = CorpusSource(beir_corpus(data, r.chunk_tokens, r.chunk_overlap), _fingerprint(corpus))
+        spec = BuildSpec(build_key(config, embedder.identity), config_hash(config, "retrieval"))
+        result = build_corpus(store, source, embedder, spec, Publishing(progress=progress))
         searcher = Searcher(store.current_path(), embedder, r.candidates, r.rrf_k)
         try:
             reports = evaluate(searcher, data, modes, ks, progress)

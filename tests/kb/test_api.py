@@ -19,6 +19,6 @@ def test_the_documented_example_works(tmp_path: Path) -> None:
     assert [e.id for e in added.added] == [item.id]
     built = api.build_index(repo)
     assert built.evidence == 1 and built.summary().startswith("built ")
-    hits = api.search(repo, "window seat", principal="system", k=5, include_evidence=True)
+    hits = api.search(repo, api.make_query("window seat", principal="system", k=5, include_evidence=True))
     evidence_hits = [h for h in hits if h.kind == "evidence"]
     assert [h.id for h in evidence_hits] == [item.id] and "window seats" in evidence_hits[0].text

@@ -18,7 +18,7 @@ from kb.forgotten import load_key
 from kb.memory_context import build_context
 from kb.repo import Repo
 from kb.retrieval.reading import grep, read_page
-from kb.retrieval.search import search
+from kb.retrieval.search import make_query, search
 from kb.scaffold import init_repository
 from pipeline.forget import Target, apply_head_change, complete, plan_forget, purge_derived, revoke, rewrite_history, scan
 from pipeline.memory import ingest
@@ -74,7 +74,7 @@ def test_forget_user_revokes_at_once_then_removes_every_copy(repo: Repo, cli) ->
     revoke(repo, plan)
     # Revoked before any rebuild: the serving index still holds the text, no read returns it.
     assert b"078-05-1120" in _all_bytes(repo)
-    hits = search(repo, "Lyon SSN card peanuts cello", "user:alice", k=20, include_evidence=True)
+    hits = search(repo, make_query("Lyon SSN card peanuts cello", "user:alice", k=20, include_evidence=True))
     assert not [h for h in hits if h.scope == "user:alice"] and not any("078-05" in h.text for h in hits)
     with pytest.raises(NotFoundError):
         read_page(repo, "users/alice/profile", "user:alice")
@@ -98,7 +98,7 @@ def test_forget_user_revokes_at_once_then_removes_every_copy(repo: Repo, cli) ->
     assert not [s for s in ALICE_SECRETS if s.encode() in everything]
     assert not (repo.root / "users/alice").exists()
     assert _files_under(repo, "users/bob") == bob_before and _files_under(repo, "knowledge") == shared_before
-    assert [h.id for h in search(repo, "Oslo Volvo", "user:bob", k=3)][0] == "users/bob/profile"
+    assert [h.id for h in search(repo, make_query("Oslo Volvo", "user:bob", k=3))][0] == "users/bob/profile"
     assert "Volvo" in build_context(repo, "bob", "What car do I drive?", budget=1500).text()
     assert run_checks(repo).ok
     for line in subprocess.run(["git", "-C", str(repo.root), "rev-list", "--all"], capture_output=True, text=True).stdout.split():
@@ -122,8 +122,8 @@ def test_forget_one_evidence_item_removes_its_claims_only(repo: Repo, cli) -> No
     assert b"Girardot-Pons" in everything  # the other item of alice and its claims stay
     assert read_page(repo, "users/alice/index", "user:alice")
     assert run_checks(repo).ok and verify_chain(ledger_at(repo, repo.head())) == []
-    assert "Girardot-Pons" in search(repo, "cello teacher", "user:alice", k=3, include_evidence=True)[0].text + str(
-        [h.text for h in search(repo, "cello teacher", "user:alice", k=5, include_evidence=True)]
+    assert "Girardot-Pons" in search(repo, make_query("cello teacher", "user:alice", k=3, include_evidence=True))[0].text + str(
+        [h.text for h in search(repo, make_query("cello teacher", "user:alice", k=5, include_evidence=True))]
     )
 
 
@@ -146,7 +146,7 @@ def test_dry_run_changes_nothing_and_bad_targets_are_refused(repo: Repo, cli) ->
         result.code == 0 and "would forget (user): 2 evidence item(s)" in result.out and "delete page users/alice/profile.md" in result.out
     )
     assert repo.head().id == head and not (repo.root / ".kb/forget/denied.json").exists()
-    assert search(repo, "Lyon", "user:alice", k=3)
+    assert search(repo, make_query("Lyon", "user:alice", k=3))
     result = cli("--repo", str(repo.root), "forget")
     assert result.code == 2 and "exactly one of" in result.err
     result = cli("--repo", str(repo.root), "forget", "--user", "carol")

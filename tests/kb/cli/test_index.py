@@ -11,8 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+from kb.retrieval.embed_cache import CACHE_FILE
 from kb.retrieval.store import index_store
-from tests.builders import ROOT, add_conversation, commit, page_for
+from tests.builders import ROOT, add_conversation, commit, make_repo, page_for
 from tests.conftest import CliResult
 from tests.kb.cli.helpers import assert_one_error, repo_with_pages
 
@@ -54,14 +55,14 @@ KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from kb.retrieval import build as indexing
+    from kb.retrieval import build as indexing, version
     from kb.repo import Repo
 
-    real = indexing._write_text_index
+    real = version.write_text_index
     def write_then_die(*args, **kwargs):
         real(*args, **kwargs)  # the new version is half written: vectors and text index, no manifest
         os.kill(os.getpid(), signal.SIGKILL)
-    indexing._write_text_index = write_then_die
+    version.write_text_index = write_then_die
     indexing.build_index(Repo(Path(sys.argv[1])))
     """
 )
@@ -186,3 +187,56 @@ def test_a_later_build_collects_the_temporary_folders_of_killed_builds_not_of_li
         live.wait()
     assert cli("--repo", r, "index", "build").code == 0
     assert leftovers() == []
+
+
+STOP_BEFORE_FIRST_BATCH = textwrap.dedent(
+    """
+    import os, signal, sys
+    from kb.cli.app import main
+    from kb.retrieval import publish
+
+    def die(*args, **kwargs):  # the build's first version is serving; no batch of new vectors is published yet
+        os.kill(os.getpid(), signal.SIGKILL)
+    publish.publish_batch = die
+    main(["--repo", sys.argv[1], "index", "build", "--full"])
+    """
+)
+
+
+def test_dense_search_keeps_the_previous_vectors_while_a_full_rebuild_embeds_again(tmp_path: Path, cli) -> None:
+    """``kb index build --full`` with no embedding cache to draw on: until the new vectors are
+    published, dense search answers from the previous version's vectors of the same texts (it
+    used to find nothing: every row was pending)."""
+    pages = {
+        f"knowledge/river-{n:02d}.md": page_for(
+            f"knowledge/river-{n:02d}.md", f"River {n}", f"Notes on river {n}.", f"The ferry number{n} crosses the river at dawn."
+        )
+        for n in range(20)
+    }
+    repo = make_repo(tmp_path / "kb", pages)
+    r = str(repo.root)
+    assert cli("--repo", r, "index", "build").code == 0
+    before = json.loads(cli("--repo", r, "search", "ferry number7 crossing", "--mode", "dense", "--k", "3", "--json").out)
+    assert before["hits"] and before["dense_pending"] == 0
+    (repo.state_dir / CACHE_FILE).unlink()  # every text needs the model again: the build goes progressive
+    proc = subprocess.run(
+        [sys.executable, "-c", STOP_BEFORE_FIRST_BATCH, r],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == -9, proc.stderr
+    during = json.loads(cli("--repo", r, "search", "ferry number7 crossing", "--mode", "dense", "--k", "3", "--json").out)
+    assert during["dense_pending"] == 0 and [h["id"] for h in during["hits"]] == [h["id"] for h in before["hits"]]
+    status = json.loads(cli("--repo", r, "index", "status", "--json").out)
+    chunks = status["counts"]["chunks"]
+    assert status["dense_pending"] == chunks == status["dense_interim"] > 16  # nothing re-embedded yet; every row has a stand-in
+    assert "previous version's vectors" in cli("--repo", r, "index", "status").out
+    # the next build embeds them all and leaves no stand-in
+    assert cli("--repo", r, "index", "build").code == 0
+    status = json.loads(cli("--repo", r, "index", "status", "--json").out)
+    assert status["dense_pending"] == status["dense_interim"] == 0
+    assert not (index_store(repo).current_path() / "interim.npy").exists()
+    after = json.loads(cli("--repo", r, "search", "ferry number7 crossing", "--mode", "dense", "--k", "3", "--json").out)
+    assert [h["id"] for h in after["hits"]] == [h["id"] for h in before["hits"]]

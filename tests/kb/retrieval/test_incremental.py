@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from kb.repo import Repo
-from kb.retrieval.build import TEXT_FIELDS, build_index
+from kb.retrieval.build import build_index
 from kb.retrieval.search import MODES, Searcher, make_query
 from kb.retrieval.store import base_of, index_store
+from kb.retrieval.tables import TEXT_FIELDS
 from tests.builders import add_conversation, commit, make_repo, page_for, sections
 
 

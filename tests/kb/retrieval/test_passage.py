@@ -42,12 +42,12 @@ def test_the_section_splits_into_three_chunks_and_the_question_matches_the_first
     searcher = open_searcher(served)
     chunks = sorted(cid for cid in searcher.ids if cid.startswith("knowledge/widgets#sessions~"))
     assert chunks == ["knowledge/widgets#sessions~0", "knowledge/widgets#sessions~1", "knowledge/widgets#sessions~2"]
-    hit = search(served, QUESTION, k=1)[0]
+    hit = search(served, make_query(QUESTION, k=1))[0]
     assert hit.chunk == "knowledge/widgets#sessions~0"
 
 
 def test_the_passage_holds_the_code_of_the_next_chunk_within_the_budget(served: Repo) -> None:
-    hit = search(served, QUESTION, k=1)[0]
+    hit = search(served, make_query(QUESTION, k=1))[0]
     assert "zebrafish middleware" in hit.text and CODE in hit.text
     assert hit.chunks == ("knowledge/widgets#sessions~0", "knowledge/widgets#sessions~1")
     assert NOTE[:40] not in hit.text  # a third chunk would pass the 400 tokens
@@ -76,7 +76,7 @@ def test_the_budget_comes_from_the_config_and_zero_keeps_the_chunk_alone(tmp_pat
     config.write_text(config.read_text().replace("retrieval:\n", "retrieval:\n  passage_tokens: 0\n", 1))
     repo.__dict__.pop("config", None)
     build_index(repo)
-    hit = search(repo, QUESTION, k=1)[0]
+    hit = search(repo, make_query(QUESTION, k=1))[0]
     assert hit.chunks == ("knowledge/widgets#sessions~0",) and CODE not in hit.text and hit.text.startswith("To keep a signed")
 
 

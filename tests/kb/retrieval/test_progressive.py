@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from kb.repo import Repo
-from kb.retrieval.build import build_index, index_status, pending_rows
+from kb.retrieval.build import build_index, index_status
 from kb.retrieval.embedder import make_embedder
 from kb.retrieval.search import Searcher, make_query
 from kb.retrieval.store import base_of, index_store
+from kb.retrieval.tables import pending_rows
 from tests.builders import commit, make_repo, page_for
 from tests.kb.retrieval.test_embed_cache import CountingEmbedder
 
