@@ -37,9 +37,9 @@ from kb.repo import STATE_DIR, Repo
 from pipeline.forget.change import apply_head_change, new_ledger
 from pipeline.forget.hide import revoke
 from pipeline.forget.plan import FORGOTTEN_DIR, SCRUBBED, Plan, Target, drop_claims, plan_forget, target_digest
-from pipeline.forget.records import committed, complete, done_record, unfinished, write_pending
+from pipeline.forget.records import VerifyReport, committed, complete, done_record, unfinished, write_pending
 from pipeline.forget.rewrite import rewrite_history
-from pipeline.forget.verify import VerifyReport, purge_derived, scan
+from pipeline.forget.verify import purge_derived, scan
 
 __all__ = [
     "SCRUBBED",

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kb.clock import iso_utc
 from kb.evidence import ledger_at
@@ -14,8 +15,16 @@ from kb.forgotten import forget_dir, read_entries, write_entries
 from kb.repo import Repo, atomic_write
 from pipeline.forget.plan import Plan
 
-if TYPE_CHECKING:
-    from pipeline.forget.verify import VerifyReport
+
+@dataclass(frozen=True)
+class VerifyReport:
+    objects: int
+    files: int
+    copies: tuple[str, ...]  # where material was found: object ids and .kb/ paths
+
+    @property
+    def clean(self) -> bool:
+        return not self.copies
 
 
 def pending_path(repo: Repo, op: str) -> Path:

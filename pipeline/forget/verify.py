@@ -7,13 +7,12 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from kb.forgotten import Fingerprints
 from kb.repo import STATE_DIR, Repo
 from pipeline.forget.plan import FORGOTTEN_DIR, Plan
-from pipeline.forget.records import write_pending
+from pipeline.forget.records import VerifyReport, write_pending
 
 
 def file_has(path: Path, prints: Fingerprints) -> bool:
@@ -101,17 +100,6 @@ def purge_derived(repo: Repo, plan: Plan) -> list[str]:
     removed += _purge_git_files(repo, plan)
     write_pending(repo, plan, "purged")
     return removed
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    objects: int
-    files: int
-    copies: tuple[str, ...]  # where material was found: object ids and .kb/ paths
-
-    @property
-    def clean(self) -> bool:
-        return not self.copies
 
 
 def scan(repo: Repo, prints: Fingerprints) -> VerifyReport:
