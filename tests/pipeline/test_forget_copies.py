@@ -148,6 +148,12 @@ def test_no_copy_of_a_short_value_survives_by_an_independent_full_scan(tmp_path:
         assert run_checks(repo).ok
     assert _git(repo, "tag", "-l") == "handover\n"  # the tag stays, rewritten
 
+    # a copy made afterwards: --verify finds what the independent scan finds
+    _git(repo, "notes", "--ref=later", "add", "-m", f"call {CASES[case][0]}", "HEAD")
+    assert [f for f in _survivors(repo.root, forms) if "blob object" in f]
+    verified = cli("--repo", str(repo.root), "forget", "--verify")
+    assert verified.code == 1 and "copies-remain" in verified.out and "copy: blob " in verified.out
+
 
 def test_an_untracked_file_stops_the_rewrite_after_hiding_and_a_rerun_completes_it(tmp_path: Path, cli) -> None:
     repo = init_repository(tmp_path / "kb")
