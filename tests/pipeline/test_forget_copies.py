@@ -155,7 +155,8 @@ def test_no_copy_of_a_short_value_survives_by_an_independent_full_scan(tmp_path:
     assert verified.code == 1 and "copies-remain" in verified.out and "copy: blob " in verified.out
 
 
-def test_an_untracked_file_stops_the_rewrite_after_hiding_and_a_rerun_completes_it(tmp_path: Path, cli) -> None:
+@pytest.mark.parametrize("cleanup", ["delete", "commit"])
+def test_an_untracked_file_stops_the_rewrite_after_hiding_and_a_rerun_completes_it(tmp_path: Path, cli, cleanup: str) -> None:
     repo = init_repository(tmp_path / "kb")
     ingest(repo, "pat", [write_chat(tmp_path / "p1.json", PAT_1, "2024-03-01T10:00:00Z")])
     head = repo.head()
@@ -170,7 +171,11 @@ def test_an_untracked_file_stops_the_rewrite_after_hiding_and_a_rerun_completes_
         read_page(repo, "users/pat/profile", "user:pat")
 
     assert cli("--repo", str(repo.root), "forget", "--user", "pat").code == 8  # still there: refused again
-    (repo.root / "draft.txt").unlink()
+    if cleanup == "delete":
+        (repo.root / "draft.txt").unlink()
+    else:  # HEAD moves: the forgetting is planned again from it, under the same id
+        _git(repo, "add", "draft.txt")
+        _git(repo, "commit", "-q", "-m", "draft")
     again = cli("--repo", str(repo.root), "forget", "--user", "pat")
     assert again.code == 0 and "verification: clean" in again.out, again.out + again.err
     assert _survivors(repo.root, ["wilhelmina", "globex", "4155550134"]) == []
