@@ -15,9 +15,11 @@ copy of at least one window, inside longer text or across a different spacing or
 Short values are known by the digests of the values themselves (``values``, kept under window
 size 0): numbers of at least ``MIN_DIGITS`` digits (compared digits-only, so a phone written with
 other separators is the same value), e-mail addresses, identifiers mixing letters and digits, and
-capitalised names not opening a sentence (single words and runs of up to ``MAX_RUN`` of them). A
-scan digests every such token run of the text it reads, so a phone number or an employer's name
-copied on its own into a note or a summary is found although it fills no window.
+capitalised names not opening a sentence (single words and runs of up to ``MAX_RUN`` of them),
+minus every value and word (in any case) that retained text holds. A scan digests every number,
+address, identifier, word (in any case) and run of words of the text it reads, so a phone number
+or an employer's name copied on its own into a note or a summary is found although it fills no
+window.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def _numbers(text: str) -> Iterator[str]:
 
 def _opens(text: str, start: int) -> bool:
     """Whether the word at ``start`` opens a sentence, a line or a list item."""
-    before = text[:start].rstrip(" \t")
+    before = text[max(0, start - 40) : start].rstrip(" \t")  # bounded: a long item has many words
     while before and before[-1] in _OPENING and before[-1] not in ".!?":
         before = before[:-1].rstrip(" \t")
     return not before or before[-1] in ".!?\n"
