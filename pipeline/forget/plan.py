@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,14 +14,16 @@ import pygit2
 from kb.config import CONFIG_FILE
 from kb.errors import NotFoundError, UsageError
 from kb.evidence import LEDGER_PATH, LedgerEntry, find_entry, ledger_at
-from kb.forgotten import MIN_DIGITS, MIN_TEXT, Fingerprints, fingerprint, forgotten_values, normalise
+from kb.forgotten import MIN_DIGITS, MIN_TEXT, Fingerprints, fingerprint, forgotten_values, normalise, values
 from kb.repo import Repo
 from kb.scopes import PAGE_FOLDERS, folder_for_scope, user_scope
-from pipeline.forget.derived import RECORDS_DIR, SCRUBBED, clean_index, clean_page, scrub_json
+from pipeline.forget.derived import RECORDS_DIR, SCRUBBED, Holds, clean_index, clean_page, scrub_json
 
 FORGOTTEN_DIR = "forget"  # under .kb/: deny entries, the key, pending and completion records
 _FOOTNOTE_RE = re.compile(r"^\[\^([^\]\s]+)\]:\s*(ev-[0-9a-f]{16})(?:#L(\d+)(?:-L?(\d+))?)?")
 _REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
+
+_SEPARATED_DIGITS = re.compile(r"(?<=\d)[^\w]+(?=\d)")
 
 
 @dataclass(frozen=True)
@@ -207,8 +210,8 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
     unlinked = _link_pattern([p.removesuffix(".md") for p in chosen.deleted])
     edited: list[str] = []
     if target.match:  # an L0, a fact or an index entry holding the text is rewritten, not dropped
-        probe = Fingerprints(key).with_whole(normalise(target.match)).with_values(_short_values(repo, head, entries, files, [], target))
-        edited += _remove_derived(repo, head, pages, files, [], probe)
+        holds = holder(_short_values(repo, head, entries, files, [], target), normalise(target.match))
+        edited += _remove_derived(repo, head, pages, files, [], holds)
     for path, oid in sorted(pages.items()):
         if files.get(path, b"") is None:
             continue
@@ -228,7 +231,7 @@ def plan_forget(repo: Repo, target: Target, key: bytes) -> Plan:
     said = [_text(repo.read_at(head, e.path)) for e in chosen.items]
     short = _short_values(repo, head, entries, files, said, target)
     if short and not target.match:
-        edited += _remove_derived(repo, head, pages, files, texts, Fingerprints(key).with_values(short))
+        edited += _remove_derived(repo, head, pages, files, texts, holder(short))
     # What stays says it too, so it is not the forgotten material: a date or a template phrase a
     # user's items share with others, a run of words another sentence shares with --match's text.
     kept = {e.path for e in entries} | set(pages)
@@ -278,13 +281,30 @@ def _short_values(
     return forgotten_values(texts, sources)
 
 
+def holder(short: set[str], whole: str = "") -> Holds:
+    """Whether a text holds one of the short values ``short`` or the normalised text ``whole``:
+    compared in the clear, in memory (planning reads every page; no digest is needed), after a
+    plain substring test that rules out most lines at once."""
+    literals = [v.split(":", 1)[1] for v in short]
+
+    def holds(text: str) -> bool:
+        if whole and whole in normalise(text):
+            return True
+        folded = unicodedata.normalize("NFKC", text).casefold()
+        joined = _SEPARATED_DIGITS.sub("", folded)
+        if not any(lit in folded or lit in joined for lit in literals):
+            return False
+        return bool(values(unicodedata.normalize("NFKC", text), True) & short)
+
+    return holds
+
+
 def _remove_derived(
-    repo: Repo, head: pygit2.Commit, pages: dict[str, pygit2.Oid], files: dict[str, bytes | None], texts: list[str], probe: Fingerprints
+    repo: Repo, head: pygit2.Commit, pages: dict[str, pygit2.Oid], files: dict[str, bytes | None], texts: list[str], holds: Holds
 ) -> list[str]:
     """Derived text holding a forgotten value rewritten (derived.py): pages first, then their
     folder indexes (an entry shows its page's new L0), then consolidation records. Changes
     ``files`` and ``texts``; returns the paths it changed that nothing else had."""
-    holds = probe.found_in
     changed: list[str] = []
     summaries: dict[str, str] = {}
 
