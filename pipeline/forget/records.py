@@ -19,8 +19,8 @@ from pipeline.forget.plan import Plan
 @dataclass(frozen=True)
 class VerifyReport:
     objects: int
-    files: int
-    copies: tuple[str, ...]  # where material was found: object ids and .kb/ paths
+    files: int  # files under .kb/ scanned (the git directory's files are scanned too, not counted)
+    copies: tuple[str, ...]  # where material was found: object ids, .git/ and .kb/ paths
 
     @property
     def clean(self) -> bool:

@@ -123,7 +123,6 @@ def scan(repo: Repo, prints: Fingerprints) -> VerifyReport:
             copies.append(f"{kind} {oid}")
     files = 0
     for path in git_files(repo):
-        files += 1
         if file_has(path, prints):
             copies.append(".git/" + path.relative_to(Path(repo.git.path)).as_posix())
     for path in state_files(repo):
