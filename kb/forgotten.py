@@ -11,6 +11,15 @@ Text is never stored in the clear: a piece of forgotten text is known by keyed B
 its normalised windows (``WINDOW`` characters, or the whole text when shorter), with a random key
 kept in ``.kb/forget/key``. Without that key a digest confirms no guess; with it, a scan finds any
 copy of at least one window, inside longer text or across a different spacing or case.
+
+Short values are known by the digests of the values themselves (``values``, kept under window
+size 0): numbers of at least ``MIN_DIGITS`` digits (compared digits-only, so a phone written with
+other separators is the same value), e-mail addresses, identifiers mixing letters and digits, and
+capitalised names not opening a sentence (single words and runs of up to ``MAX_RUN`` of them),
+minus every value and word (in any case) that retained text holds. A scan digests every number,
+address, identifier, word (in any case) and run of words of the text it reads, so a phone number
+or an employer's name copied on its own into a note or a summary is found although it fills no
+window.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import os
 import re
 import secrets
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +47,66 @@ DENIED_FILE = "denied.json"
 KEY_FILE = "key"
 WINDOW = 24  # characters of normalised text per fingerprint window
 MIN_TEXT = 4  # shorter text cannot be forgotten by content: it would match everywhere
+MIN_DIGITS = 5  # a shorter number (a year, a count) is not a value of its own
+MAX_RUN = 4  # words in the longest run of capitalised names digested as one value
+VALUES = 0  # the window size under which the value digests are kept
 _SPACE = re.compile(r"\s+")
+_EMAIL_RE = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_NUMBER_RE = re.compile(r"(?<![^\W_])\+?\d+(?:(?:[ .\-/]|\) ?| ?\()\d+)*(?![^\W_])")
+_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}(?::\d{2})?")
+_WORD_RE = re.compile(r"[^\W_](?:[\w'\u2019-]*[^\W_])?")
+_OPENING = ".!?\"'\u201c\u2018([{*_>#-"  # what may stand before a word that opens a sentence or item
+
+
+def _numbers(text: str) -> Iterator[str]:
+    """Digit strings of the number runs in ``text`` and of their contiguous parts (a phone's
+    local part, a card's groups), each of ``MIN_DIGITS`` digits or more; dates and times are not
+    values (every log repeats them)."""
+    for m in _NUMBER_RE.finditer(text):
+        if _DATE_RE.fullmatch(m.group(0)):
+            continue
+        groups = re.findall(r"\d+", m.group(0))[:8]
+        for i in range(len(groups)):
+            for j in range(i + 1, len(groups) + 1):
+                digits = "".join(groups[i:j])
+                if len(digits) >= MIN_DIGITS:
+                    yield digits
+
+
+def _opens(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence, a line or a list item."""
+    before = text[max(0, start - 40) : start].rstrip(" \t")  # bounded: a long item has many words
+    while before and before[-1] in _OPENING and before[-1] not in ".!?":
+        before = before[:-1].rstrip(" \t")
+    return not before or before[-1] in ".!?\n"
+
+
+def values(text: str, anywhere: bool = False) -> set[str]:
+    """The short values ``text`` holds, in their compared form (module docstring). Forgotten
+    text yields names only where capitalised inside a sentence; with ``anywhere`` (a scan, and
+    what stays) every word and run of words counts, in any case, and the parts of a word joined
+    by ``-`` or ``_``: what is compared against material found that way may hold it in any form,
+    and counting more of what stays removes nothing that should stay."""
+    out = {"d:" + digits for digits in _numbers(text)}
+    out.update("e:" + m.group(0).casefold() for m in _EMAIL_RE.finditer(text))
+    run: list[str] = []
+    end = -1
+    for m in _WORD_RE.finditer(text):
+        word = m.group(0)
+        if any(c.isdigit() for c in word):
+            if len(word) >= 6 and any(c.isalpha() for c in word):
+                out.add("i:" + word.casefold())
+            run, end = [], -1
+            continue
+        if anywhere:
+            out.update("w:" + part.casefold() for part in re.split(r"[-_'\u2019]", word) if part)
+        elif not (word[0].isupper() and len(word) >= 3 and not _opens(text, m.start())):
+            run, end = [], -1
+            continue
+        run = (run if end >= 0 and text[end : m.start()] == " " else [])[-(MAX_RUN - 1) :] + [word.casefold()]
+        end = m.end()
+        out.update("w:" + " ".join(run[i:]) for i in range(len(run)))
+    return out
 
 
 def normalise(text: str) -> str:
@@ -95,11 +163,17 @@ class Fingerprints:
         return [normal[i : i + size] for i in range(len(normal) - size + 1)]
 
     def found_in(self, text: str) -> bool:
-        """Whether ``text`` holds a window of forgotten text (after normalising)."""
+        """Whether ``text`` holds a window of forgotten text (after normalising) or one of its
+        short values."""
         if not self.digests:
             return False
+        wanted_values = self.digests.get(VALUES)
+        if wanted_values and any(self.digest(v) in wanted_values for v in values(unicodedata.normalize("NFKC", text), True)):
+            return True
         normal = normalise(text)
         for size, wanted in self.digests.items():
+            if size == VALUES:
+                continue
             # each distinct window digested once (a ledger, a log, a template repeats many)
             if any(self.digest(w) in wanted for w in set(self.windows(normal, size))):
                 return True
@@ -111,6 +185,12 @@ class Fingerprints:
         digests = dict(self.digests)
         digests[len(normal)] = digests.get(len(normal), frozenset()) | {self.digest(normal)}
         return Fingerprints(self.key, digests)
+
+    def with_values(self, found: set[str]) -> Fingerprints:
+        """These fingerprints and the digests of the short values ``found`` (``values``)."""
+        digests = dict(self.digests)
+        digests[VALUES] = digests.get(VALUES, frozenset()) | {self.digest(v) for v in found}
+        return Fingerprints(self.key, {size: d for size, d in digests.items() if d})
 
     def to_json(self) -> dict[str, list[str]]:
         return {str(size): sorted(d) for size, d in sorted(self.digests.items())}
@@ -137,6 +217,18 @@ def fingerprint(key: bytes, texts: Sequence[str], retained: Sequence[str] = ()) 
             if wanted and len(normal) >= size:
                 wanted.difference_update(normal[i : i + size] for i in range(len(normal) - size + 1))
     return Fingerprints(key, {size: frozenset(probe.digest(w) for w in d) for size, d in by_size.items() if d})
+
+
+def forgotten_values(texts: Sequence[str], retained: Sequence[str] = ()) -> set[str]:
+    """The short values of ``texts`` that no ``retained`` text holds."""
+    found: set[str] = set()
+    for text in texts:
+        found |= values(unicodedata.normalize("NFKC", text))
+    for text in retained:
+        if not found:
+            break
+        found -= values(unicodedata.normalize("NFKC", text), True)
+    return found
 
 
 def fingerprints_from_json(key: bytes, data: dict[str, list[str]]) -> Fingerprints:

@@ -1,5 +1,5 @@
 """``kb forget``: remove a user, an evidence item or a text from evidence, pages, history and
-indexes, and verify that no copy remains (pipeline/forget.py; docs/privacy.md)."""
+indexes, and verify that no copy remains (pipeline/forget/; docs/privacy.md)."""
 
 from __future__ import annotations
 

@@ -67,20 +67,32 @@ def test_an_unrelated_failing_page_does_not_hold_up_a_forgetting(tmp_path: Path,
     assert "verification: clean" in result.out and (repo.root / "knowledge/broken.md").exists()
 
 
-def test_a_forgetting_whose_own_change_fails_the_checks_is_refused_and_stays_hidden(tmp_path: Path, cli) -> None:
+def test_an_l0_and_index_entry_holding_the_text_are_rewritten_not_dropped(tmp_path: Path, cli) -> None:
     repo, _ident = _repo(tmp_path)
     page = (repo.root / "knowledge/notes.md").read_text(encoding="utf-8")
-    text = page.replace("What changed for the supplier review and the offsite.", f"{SECRET}.")
+    text = page.replace("What changed for the supplier review and the offsite.", f"{SECRET}. The offsite budget changed.")
     index = (
         (repo.root / "knowledge/index.md")
         .read_text(encoding="utf-8")
-        .replace("What changed for the supplier review and the offsite.", f"{SECRET}.")
+        .replace("What changed for the supplier review and the offsite.", f"{SECRET}. The offsite budget changed.")
     )
     commit(repo, {"knowledge/notes.md": text, "knowledge/index.md": index}, "page: the summary says it\n")
+    result = cli("--repo", str(repo.root), "forget", "--match", SECRET)
+    assert result.code == 0 and "verification: clean" in result.out, result.out + result.err
+    notes = (repo.root / "knowledge/notes.md").read_text(encoding="utf-8")
+    assert "summary: The offsite budget changed." in notes and "Lisbon" not in notes
+    assert "- [[knowledge/notes]]: The offsite budget changed." in (repo.root / "knowledge/index.md").read_text(encoding="utf-8")
+    assert run_checks(repo).ok
+
+
+def test_a_forgetting_whose_own_change_fails_the_checks_is_refused_and_stays_hidden(tmp_path: Path, cli) -> None:
+    repo, _ident = _repo(tmp_path)
+    text = (repo.root / "knowledge/notes.md").read_text(encoding="utf-8").replace("title: Notes", f"title: {SECRET}")
+    commit(repo, {"knowledge/notes.md": text}, "page: the title says it\n")
     head = repo.head().id
     assert "Lisbon office" in cli("--repo", str(repo.root), "grep", "Lisbon office").out
     result = cli("--repo", str(repo.root), "forget", "--match", SECRET)
-    # removing the lines holding it removes the page's summary and the index entry: the checks fail
+    # removing the line holding it removes the page's title: the checks fail
     assert result.code == 11 and "the forgetting change fails the checks" in result.err, result.err
     assert repo.head().id == head and (repo.root / "knowledge/notes.md").read_text(encoding="utf-8") == text
     found = cli("--repo", str(repo.root), "grep", "Lisbon office")
