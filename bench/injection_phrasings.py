@@ -4,12 +4,14 @@
 
 Each phrasing of ``tests/kb/injection_phrasings.py`` (38 in 9 languages, plain and hidden) is put
 in a document of its own, between two ordinary sentences, and in a conversation of its own (a
-user's turn between two ordinary ones); the ordinary sentences of the same table go in one more
-document. One repository, ``kb evidence add`` of the documents and of the conversations
-(``--user pat``), then one ``kb run``, all through the command given by ``--kb`` (this checkout's,
-or ``/work/main/.venv/bin/kb`` for "before"). A phrasing *reaches* a page when any 12-character
-window of it (NFKC, invisible characters dropped, lower case; windows that the carrier's own
-sentences contain are not used) occurs in a page of main after the run.
+user's turn between two ordinary ones), each in a fresh repository: ``kb init``, ``kb evidence
+add`` (the chat with ``--user pat``), ``kb run --no-index``, all through the command given by
+``--kb`` (this checkout's, or ``/work/main/.venv/bin/kb`` for "before"). A phrasing *reaches* a
+page when any 12-character window of it (NFKC, invisible characters dropped, lower case; windows
+that the carrier's own sentences contain are not used) occurs in a page of main after the run.
+A run the Reviewer stops (needs-human, exit 1) merges nothing, so its phrasing reaches nothing;
+the report lists those apart. The ordinary sentences of the table go in one more document, which
+must merge with every sentence kept.
 
 With ``--docs`` and ``--locomo`` this checkout's detector (``kb.injection.unsafe_statement``) is
 also run on every sentence of the documentation sets (split per line as the offline document
@@ -62,39 +64,58 @@ def _pages(repo: Path) -> str:
     return _norm("\n".join(texts))
 
 
+def _one(kb: str, base: Path, kind: str, text: str) -> dict[str, Any]:
+    """One phrasing in a fresh repository: add it (a document or a chat), ``kb run``, read main."""
+    repo = base / "kb"
+    assert _kb(kb, "init", str(repo), cwd=base).returncode == 0
+    if kind == "document":
+        file = base / "note.md"
+        file.write_text(f"# Site note\n\n{BEFORE}\n{text}\n{AFTER}\n", encoding="utf-8")
+        added = _kb(kb, "evidence", "add", str(file), cwd=repo)
+        carrier = _norm(f"{BEFORE} {AFTER} site note")
+    else:
+        file = base / "chat.json"
+        turns = [CHAT_BEFORE, text, CHAT_AFTER]
+        file.write_text(json.dumps([{"role": "user", "content": t} for t in turns]), encoding="utf-8")
+        added = _kb(kb, "evidence", "add", str(file), "--kind", "conversation", "--user", "pat", cwd=repo)
+        carrier = _norm(f"{CHAT_BEFORE} {CHAT_AFTER}")
+    run = _kb(kb, "run", "--no-index", cwd=repo)
+    pages = _pages(repo)
+    return {
+        "added": added.returncode,
+        "run": run.returncode,
+        "reached": any(w in pages for w in _windows(text, carrier)),
+        "carrier_merged": _norm(BEFORE if kind == "document" else "lisbon") in pages,
+    }
+
+
 def run_loop(kb: str) -> dict[str, Any]:
+    """Every phrasing alone, as a document and as a chat, then the ordinary sentences as one document."""
+    start = time.perf_counter()
+    out: dict[str, Any] = {}
+    for kind in ("document", "chat"):
+        rows = []
+        for lang, how, text in PHRASINGS:
+            with tempfile.TemporaryDirectory() as tmp:
+                rows.append({"phrasing": f"{lang}/{how}", **_one(kb, Path(tmp), kind, text)})
+        out[kind] = {
+            "reached": [r["phrasing"] for r in rows if r["reached"]],
+            "merged_runs": sum(r["run"] == 0 for r in rows),
+            "stopped_by_review": [r["phrasing"] for r in rows if r["run"] != 0],
+            "carrier_merged": sum(r["carrier_merged"] for r in rows),
+        }
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        repo, docs, chats = base / "kb", base / "docs", base / "chats"
-        docs.mkdir()
-        chats.mkdir()
-        assert _kb(kb, "init", str(repo), cwd=base).returncode == 0
-        for n, (_, _, text) in enumerate(PHRASINGS):
-            (docs / f"note-{n:02d}.md").write_text(f"# Site note {n}\n\n{BEFORE}\n{text}\n{AFTER}\n", encoding="utf-8")
-            turns = [CHAT_BEFORE, text, CHAT_AFTER]
-            (chats / f"chat-{n:02d}.json").write_text(json.dumps([{"role": "user", "content": t} for t in turns]), encoding="utf-8")
-        (docs / "ordinary.md").write_text("# Ordinary sentences\n\n" + "\n".join(t for _, t in ORDINARY) + "\n", encoding="utf-8")
-        added = [
-            _kb(kb, "evidence", "add", str(docs), "--kind", "document", "--source", "notes", cwd=repo),
-            _kb(kb, "evidence", "add", str(chats), "--kind", "conversation", "--user", "pat", "--source", "chats", cwd=repo),
-        ]
-        start = time.perf_counter()
-        run = _kb(kb, "run", cwd=repo)
-        seconds = round(time.perf_counter() - start, 1)
+        repo = base / "kb"
+        _kb(kb, "init", str(repo), cwd=base)
+        file = base / "ordinary.md"
+        file.write_text("# Ordinary sentences\n\n" + "\n".join(t for _, t in ORDINARY) + "\n", encoding="utf-8")
+        _kb(kb, "evidence", "add", str(file), cwd=repo)
+        run = _kb(kb, "run", "--no-index", cwd=repo)
         pages = _pages(repo)
-    carrier_doc, carrier_chat = _norm(f"{BEFORE} {AFTER} site note"), _norm(f"{CHAT_BEFORE} {CHAT_AFTER}")
-    reached_doc = [f"{lang}/{how}" for lang, how, text in PHRASINGS if any(w in pages for w in _windows(text, carrier_doc))]
-    reached_chat = [f"{lang}/{how}" for lang, how, text in PHRASINGS if any(w in pages for w in _windows(text, carrier_chat))]
-    kept = [text for _, text in ORDINARY if _norm(text) in pages]
-    return {
-        "exit_codes": {"evidence add": [a.returncode for a in added], "run": run.returncode},
-        "run_seconds": seconds,
-        "carriers_in_pages": {"document": _norm(BEFORE) in pages, "chat": _norm("lisbon") in pages},
-        "reached_from_documents": reached_doc,
-        "reached_from_chats": reached_chat,
-        "ordinary_kept": len(kept),
-        "ordinary_dropped": [t for _, t in ORDINARY if t not in kept],
-    }
+    out["ordinary"] = {"run": run.returncode, "dropped": [t for _, t in ORDINARY if _norm(t) not in pages]}
+    out["seconds"] = round(time.perf_counter() - start, 1)
+    return out
 
 
 def detector_false_positives(docs: dict[str, Path], locomo: Path | None) -> dict[str, Any]:

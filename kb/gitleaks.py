@@ -65,6 +65,29 @@ class RuleSet:
     rules: tuple[PublishedRule, ...]
     allow: Allow
     commit: str
+    # each keyword's first two characters -> the keywords and the rules (by index) they let run
+    keywords: dict[str, tuple[tuple[str, tuple[int, ...]], ...]]
+
+    def candidates(self, lowered: str) -> list[PublishedRule]:
+        """The rules one of whose keywords occurs in ``lowered``, in their order. A short text
+        (a chat turn) is first cut into its pairs of characters, so that only the keywords
+        starting with one of them are looked for."""
+        heads = {lowered[i : i + 2] for i in range(len(lowered) - 1)} if len(lowered) < 4096 else self.keywords.keys()
+        present = {
+            i for head in heads & self.keywords.keys() for keyword, indices in self.keywords[head] if keyword in lowered for i in indices
+        }
+        return [self.rules[i] for i in sorted(present)]
+
+
+def _keyword_index(rules: list[PublishedRule]) -> dict[str, tuple[tuple[str, tuple[int, ...]], ...]]:
+    index: dict[str, list[int]] = {}
+    for i, rule in enumerate(rules):
+        for keyword in rule.keywords:
+            index.setdefault(keyword, []).append(i)
+    heads: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+    for keyword, indices in index.items():
+        heads.setdefault(keyword[:2], []).append((keyword, tuple(indices)))
+    return {head: tuple(entries) for head, entries in heads.items()}
 
 
 def _allow(entry: dict[str, Any]) -> Allow:
@@ -114,7 +137,7 @@ def load_rules() -> RuleSet:
         rules.append(
             PublishedRule(r["id"], pattern, tuple(r["keywords"]), float(r.get("entropy", 0.0)), int(r.get("group", 0)), allow, prefixed)
         )
-    return RuleSet(tuple(rules), _allow({"target": "secret", **data["allow"]}), data["commit"])
+    return RuleSet(tuple(rules), _allow({"target": "secret", **data["allow"]}), data["commit"], _keyword_index(rules))
 
 
 def shannon(text: str) -> float:
@@ -141,9 +164,7 @@ def scan(text: str) -> Iterator[tuple[PublishedRule, int, str]]:
     """``(rule, start, secret)`` for every candidate the published rules find."""
     ruleset = load_rules()
     lowered = text.lower()
-    for rule in ruleset.rules:
-        if not any(k in lowered for k in rule.keywords):
-            continue
+    for rule in ruleset.candidates(lowered):
         floor = 0
         for match in rule.pattern.finditer(text):
             begin = _name_before(text, match.start(), floor) if rule.prefixed else match.start()
