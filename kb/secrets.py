@@ -20,6 +20,7 @@ fingerprint under ``secrets.allow`` in ``kb.config.yaml``.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import math
 import re
@@ -168,13 +169,14 @@ class Rule:
     accept: Callable[[str], bool]
     group: str | int = 0  # the part of the match that is the secret
     code: bool = False  # an unquoted value may be a name or an expression, not a literal
+    markers: tuple[str, ...] = ()  # one of these occurs in the lowercased text, or the rule cannot match
 
     def accepts(self, match: re.Match[str]) -> bool:
         value = match.group(self.group)
         if not value or not self.accept(value):
             return False
         if self.code:
-            if not match.group("q") and _EXPRESSION.match(value):
+            if not match.groupdict().get("q") and _EXPRESSION.match(value):
                 return False
             return not _NAME.match(value) or _random_letters(value)
         return True
@@ -254,6 +256,131 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+
+def _vendor_placeholder(value: str) -> bool:
+    """A vendor-format match that is documentation: ``ghp_xxxx...``, ``sk-...EXAMPLE``, ``<token>``."""
+    return bool(_VENDOR_PLACEHOLDER.search(value)) or len(set(value.lower())) <= 4
+
+
+_VENDOR_PLACEHOLDER = re.compile(r"(?i)example|dummy|placeholder|redacted|xxxx|your[_-]|fake|sample|\.\.\.|…|<[^>]*>|\$\{|\{\{|^\$")
+
+
+def _strong_password(value: str) -> bool:
+    """A password given without a separator ("with the password Vn3$xq8Lp"): it must look made,
+    not like a word of the sentence: letters and digits or symbols, eight or more characters."""
+    return (
+        len(value) >= 8
+        and _password_like(value)
+        and any(c.isalpha() for c in value)
+        and any(not c.isalpha() for c in value)
+        and _classes(value) >= 3
+    )
+
+
+def _made_password(value: str) -> bool:
+    """A password after "is", ":" or its like in prose: a letter and a digit or symbol, so that
+    words ("the passcode is on the fridge") and numbers are not passwords."""
+    return _password_like(value) and any(c.isalpha() for c in value) and any(not c.isalpha() for c in value)
+
+
+# The word for a password in the languages kb meets; in the ones written without spaces the word
+# may sit inside a longer one (数据库密码, WLAN-Passwort).
+_PROSE_WORD = (
+    r"(?:(?<![A-Za-z])(?:pass(?:word|phrase|code)s?|passwd|pwd|pw|passwort|kennwort|zugangscode|mot\s+de\s+passe|"
+    r"contrase(?:ñ|n)a|senha|parola\s+d'ordine|wachtwoord|lösenord|hasło|heslo|пароль)(?![A-Za-z])|密码|密碼|口令|パスワード|暗証番号|비밀번호)"
+)
+# what may stand between the word and its value: "for the NAS", "für den Router", "du serveur", "del wifi"
+_PROSE_OWNER = (
+    r"(?:[ \t]+(?:for|of|to|on|at|für|fürs|vom|von|zum|zur|du|de|des|del|della|do|da|van|voor|för|dla)"
+    r"(?:[ \t]+[\w.@'’-]+){1,3}?)?"
+)
+_PROSE_SEPARATOR = (
+    r"(?:[ \t]*[:=：][ \t]*|[ \t]+(?:is|was|are|is\s+now|has\s+been\s+(?:set|changed)\s+to|is\s+set\s+to|ist|lautet|lautete|war|"
+    r"est|était|es|era|é|è|är|jest|je|—|-|–)[ \t]*:?[ \t]*|[ \t]*(?:是|为|為|は|が|는|은)[ \t]*:?[ \t]*)"
+)
+_PROSE_MARKERS = (
+    "pass", "pw", "kennwort", "zugangscode", "contrase", "senha", "parola", "wachtwoord", "lösenord", "hasło", "heslo", "пароль",
+    "密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호",
+)  # fmt: skip
+_PROSE_VALUE = r"[\"'`“”‘’«»„]?(?P<v>[!-~]{5,63}?[^\s\"'`.,;:!?)\]])[\"'`“”‘’«»]?(?=[.,;:!?)\]。，！？、]*(?:\s|$|[^!-~]))"
+
+EXTRA_RULES: tuple[Rule, ...] = (
+    Rule("Discord bot token", re.compile(r"(?<![\w-])[MNO][A-Za-z0-9]{23,27}\.[\w-]{6}\.[\w-]{27,40}(?![\w-])"), _token_like),
+    Rule(
+        "Discord webhook",
+        re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d{16,21}/(?P<v>[\w-]{60,70})"),
+        _token_like,
+        "v",
+        markers=("/api/webhooks/",),
+    ),
+    Rule("Telegram bot token", re.compile(r"(?<![\w:])\d{8,10}:AA[\w-]{33}(?![\w-])"), _token_like, markers=(":aa",)),
+    Rule(
+        "token in an Authorization header",
+        re.compile(r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|token|bot|apikey)[ \t]+(?P<v>[\w\-.~+/=]{16,})"),
+        _key_like,
+        "v",
+        markers=("authorization",),
+    ),
+    Rule(
+        "password on a mysql command line",
+        re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b[^\n]*?[ \t]-p(?P<v>[^\s\"'`]{4,})"),
+        _password_like,
+        "v",
+        markers=("mysql", "mariadb"),
+    ),
+    Rule(
+        "password in a netrc",
+        re.compile(r"\bmachine[ \t]+\S+(?:[ \t]+login[ \t]+\S+)?[ \t]+password[ \t]+(?P<v>\S+)"),
+        _password_like,
+        "v",
+        markers=("machine",),
+    ),
+    Rule(
+        "password in a pgpass line",
+        re.compile(r"(?m)^[\w.\-*]+:(?:\d{2,5}|\*):[\w.\-*]+:[\w.\-*@]+:(?P<v>\S{6,})$"),
+        _made_password,
+        "v",
+    ),
+    Rule(
+        "password in prose",
+        re.compile(rf"(?i){_PROSE_WORD}{_PROSE_OWNER}{_PROSE_SEPARATOR}{_PROSE_VALUE}"),
+        _made_password,
+        "v",
+        code=True,
+        markers=_PROSE_MARKERS,
+    ),
+    Rule(
+        "password in prose",
+        re.compile(
+            rf"(?i)(?:\b(?:with|using|use|mit|avec|con|com)[ \t]+(?:the|my|a|dem|meinem|le|mon|la|el|mi|o|a)?[ \t]*{_PROSE_WORD}|(?<![A-Za-z]){_PROSE_WORD}(?=[ \t]+[!-~]*\d))"
+            rf"[ \t]+{_PROSE_VALUE}"
+        ),
+        _strong_password,
+        "v",
+        code=True,
+        markers=_PROSE_MARKERS,
+    ),
+)
+
+_BASIC = re.compile(r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?basic[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})")
+_DOCKER_AUTH = re.compile(r"[\"']auth[\"']\s*:\s*[\"'](?P<v>[A-Za-z0-9+/]{8,}={0,2})[\"']")
+
+
+def _encoded_credentials(text: str) -> list[tuple[str, int, str]]:
+    """``user:password`` in base64: an ``Authorization: Basic`` header, a Docker ``auths`` entry."""
+    out = []
+    for kind, pattern in (("Authorization: Basic credentials", _BASIC), ("Docker registry auth", _DOCKER_AUTH)):
+        for match in pattern.finditer(text):
+            try:
+                decoded = base64.b64decode(match.group("v"), validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                continue
+            user, colon, password = decoded.partition(":")
+            if colon and user and _password_like(password):
+                out.append((kind, match.start("v"), match.group("v")))
+    return out
+
+
 _AWS_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
 _BARE_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _NEAR = 300  # characters either side of an AWS key id where its secret would be
@@ -271,56 +398,61 @@ def _bare_aws_secrets(text: str) -> list[tuple[str, int, str]]:
     return out
 
 
+# Substring markers rule out almost every text cheaply for kb's first rules; the later ones
+# carry their own.
 _MARKERS = (
-    "private key",
-    "akia",
-    "asia",
-    "secretaccesskey",
-    "sk-",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "gldt-",
-    "glptt-",
-    "glrt-",
-    "glsoat-",
-    "npm_",
-    "aiza",
-    "xox",
-    "k_live_",
-    "eyj",
-    "accountkey",
-    "sharedaccess",
-    "://",
-    "pass",
-    "pwd",
-    "secret",
-    "key",
-    "token",
-)
+    "private key", "akia", "asia", "secretaccesskey", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+    "glpat-", "gldt-", "glptt-", "glrt-", "glsoat-", "npm_", "aiza", "xox", "k_live_", "eyj", "accountkey",
+    "sharedaccess", "://", "pass", "pwd", "secret", "key", "token",
+)  # fmt: skip
+
+
+def _kb_candidates(text: str) -> list[tuple[str, int, str]]:
+    out = []
+    lowered = text.lower()
+    first = any(marker in lowered for marker in _MARKERS)
+    for rule in (*(RULES if first else ()), *EXTRA_RULES):
+        if rule.markers and not any(marker in lowered for marker in rule.markers):
+            continue
+        for match in rule.pattern.finditer(text):
+            if rule.accepts(match):
+                out.append((rule.kind, match.start(rule.group), match.group(rule.group)))
+    return out + _bare_aws_secrets(text) + _encoded_credentials(text)
+
+
+def _published_candidates(text: str) -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str]]]:
+    """gitleaks' findings (``kb.gitleaks``) that kb's own judgement keeps: a vendor format only
+    when the value is no placeholder; a keyword rule (``api_key = ...``, ``adafruit ... = ...``)
+    only when the value is no placeholder, name or code expression either. Vendor formats
+    first, keyword rules second."""
+    from kb.gitleaks import scan
+
+    vendor: list[tuple[str, int, str]] = []
+    keyword: list[tuple[str, int, str]] = []
+    for rule, start, value in scan(text):
+        if rule.by_keyword:
+            if _key_like(value) and not _EXPRESSION.match(value) and (not _NAME.match(value) or _random_letters(value)):
+                keyword.append((rule.kind, start, value))
+        elif not _vendor_placeholder(value):
+            vendor.append((rule.kind, start, value))
+    return vendor, keyword
 
 
 def find_secrets(text: str, allow: Collection[str] = ()) -> list[SecretHit]:
-    """The secrets in ``text``, minus those whose fingerprint is in ``allow``; sorted by place."""
-    # Substring markers rule out almost every file cheaply; only a file with a candidate is
-    # scanned rule by rule.
-    lowered = text.lower()
-    if not any(marker in lowered for marker in _MARKERS):
-        return []
-    found: dict[int, tuple[str, str]] = {}  # start of the value -> (kind, value): one finding per place
-    for rule in RULES:
-        for match in rule.pattern.finditer(text):
-            if rule.accepts(match):
-                value = match.group(rule.group)
-                found.setdefault(match.start(rule.group), (rule.kind, value))
-    for kind, start, value in _bare_aws_secrets(text):
-        found.setdefault(start, (kind, value))
+    """The secrets in ``text``, minus those whose fingerprint is in ``allow``; sorted by place.
+
+    kb's own rules come first, then gitleaks' vendor formats, then its keyword rules: where two
+    findings overlap, the first is kept, so that one credential is one finding (and a finding
+    keeps the kind, hence the fingerprint, it had before the published rules were added)."""
+    vendor, keyword = _published_candidates(text)
+    kept: list[tuple[int, int, str, str]] = []  # (start, end, kind, value)
+    for kind, start, value in (*_kb_candidates(text), *vendor, *keyword):
+        end = start + len(value)
+        if any(start < e and s < end for s, e, _, _ in kept):
+            continue
+        kept.append((start, end, kind, value))
     hits = []
-    for start, (kind, value) in found.items():
+    for start, _, kind, value in kept:
         mark = fingerprint(kind, value)
         if mark in allow:
             continue

@@ -125,3 +125,28 @@ def test_memory_ingest_reports_every_session_with_a_secret(cli, tmp_path: Path) 
     assert [(f[1], f[2]) for f in _findings(result.err)] == [(1, "password in prose"), (3, "password in a URL")]
     assert "stored line" in result.err and not any(secret in result.err for secret in SECRET_TEXTS)
     assert load_ledger(root) == []
+
+
+def test_add_refuses_the_kinds_issue_23_found_stored_each_listed_once(cli, tmp_path: Path) -> None:
+    """Issue 23, item 4: every one of these was stored; now one add lists them all, at their lines."""
+    from tests.kb.secret_kinds import KINDS, expand
+
+    wanted = [
+        "Slack webhook", "Discord bot token", "Discord webhook", "Twilio API key", "Hugging Face token", "PyPI upload token",
+        "SendGrid key", "Telegram bot token", "Shopify access token", "DigitalOcean token", "Authorization Basic",
+        "Docker config auths", "mysql -p", "wifi passcode in prose", "pw for ...: in prose", "password in prose (Chinese)",
+        "database password (Chinese)",
+    ]  # fmt: skip
+    table = {kind: (n, secret, near) for n, (kind, _, secret, near) in enumerate(KINDS)}
+    root = tmp_path / "kb"
+    assert cli("init", str(root)).code == 0
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\n" + "\n\n".join(expand(table[k][1], table[k][0]) for k in wanted) + "\n", encoding="utf-8")
+    result = cli("evidence", "add", str(notes), cwd=root)
+    assert result.code == 5, result.err
+    assert [f[1] for f in _findings(result.err)] == [3 + 2 * i for i in range(len(wanted))]  # one finding per credential
+    assert load_ledger(root) == []
+    near = tmp_path / "near.md"
+    near.write_text("# Notes\n\n" + "\n\n".join(expand(table[k][2], table[k][0]) for k in wanted) + "\n", encoding="utf-8")
+    added = cli("evidence", "add", str(near), cwd=root)
+    assert added.code == 0, added.err
