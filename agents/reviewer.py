@@ -18,7 +18,7 @@ from agents.schemas import Comment, Verdict
 from agents.tools import REVIEWER_TOOLS
 from agents.untrusted import wrap_untrusted
 from kb.errors import FormatError
-from kb.markdown import Citation
+from kb.citations import Citation
 from kb.page import Page, parse_page
 
 MAX_STEPS = 60

@@ -8,7 +8,6 @@ Footnote definitions are citations: ``[^1]: ev-<hex>#L3-L4 "verbatim quote"``.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -18,17 +17,15 @@ from typing import TYPE_CHECKING, Literal
 
 from markdown_it import MarkdownIt
 
-from kb.ids import EVIDENCE_ID_PATTERN
+# The citation format is kb.citations'; these names stay importable from here for older callers.
+from kb.citations import FOOTDEF_RE, FOOTREF_RE, REFS_ONLY_RE, Citation, parse_citation
+from kb.citations import format_citation as format_citation
 
 if TYPE_CHECKING:
     from markdown_it.token import Token
 
 WIKILINK_RE = re.compile(r"\[\[([^\[\]|#\n]+?)(?:#([^\[\]|\n]+?))?(?:\|([^\[\]\n]*))?\]\]")
 MDLINK_RE = re.compile(r"(?<![!\\])\[(?!\^)([^\[\]\n]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-FOOTREF_RE = re.compile(r"\[\^([^\]\s]+)\](?!:)")
-FOOTDEF_RE = re.compile(r"^\[\^([^\]\s]+)\]:[ \t]*(.*)$")
-CITATION_RE = re.compile(rf'^({EVIDENCE_ID_PATTERN})#L(\d+)(?:-L?(\d+))?\s+"((?:[^"\\]|\\.)*)"\s*$')
-REFS_ONLY_RE = re.compile(r"^\s*(?:\[\^[^\]\s]+\]\s*)+$")
 # the closing token of a block that a paragraph of references may follow -> its opening token
 BLOCK_CLOSERS = {
     "bullet_list_close": "bullet_list_open",
@@ -63,17 +60,6 @@ class Link:
     target: str  # page id (wiki) or relative path (md), without the anchor
     anchor: str | None
     line: int
-
-
-@dataclass(frozen=True)
-class Citation:
-    label: str
-    line: int
-    evidence_id: str | None  # None when the definition is malformed
-    start: int = 0
-    end: int = 0
-    quote: str = ""
-    raw: str = ""
 
 
 @dataclass(frozen=True)
@@ -130,24 +116,6 @@ def unique_anchors(titles: list[str]) -> list[str]:
         anchors.append(base if count == 0 else f"{base}-{count}")
         seen[base] = count + 1
     return anchors
-
-
-def parse_citation(label: str, line: int, rest: str) -> Citation:
-    match = CITATION_RE.match(rest.strip())
-    if not match:
-        return Citation(label=label, line=line, evidence_id=None, raw=rest)
-    start = int(match.group(2))
-    end = int(match.group(3) or start)
-    try:
-        quote = json.loads('"' + match.group(4) + '"')
-    except json.JSONDecodeError:
-        return Citation(label=label, line=line, evidence_id=None, raw=rest)
-    return Citation(label=label, line=line, evidence_id=match.group(1), start=start, end=end, quote=quote, raw=rest)
-
-
-def format_citation(label: str, evidence_id: str, start: int, end: int, quote: str) -> str:
-    span = f"L{start}" if start == end else f"L{start}-L{end}"
-    return f"[^{label}]: {evidence_id}#{span} {json.dumps(quote, ensure_ascii=False)}"
 
 
 def _split_claims(content: str, first_line: int) -> list[Claim]:

@@ -17,10 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from kb.citations import ANY_REF_RE
+
 # ---- text -------------------------------------------------------------------------------
 
 _QUOTED_RE = re.compile(r"\"[^\"]*\"|“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*$|“[^”]*$")
-_FOOTREF_RE = re.compile(r"\[\^[^\]\s]+\]")
 # An editorial status note after a claim ("_(no longer current since 2025-06-18)_") is about
 # the page's validity fields, not about what the evidence says.
 STATUS_NOTE_RE = re.compile(r"\s_\([^)]*\)_")
@@ -28,7 +29,7 @@ STATUS_NOTE_RE = re.compile(r"\s_\([^)]*\)_")
 
 def fold(text: str) -> str:
     """Width and compatibility forms folded, footnote references and emphasis marks dropped."""
-    text = unicodedata.normalize("NFKC", _FOOTREF_RE.sub(" ", text))
+    text = unicodedata.normalize("NFKC", ANY_REF_RE.sub(" ", text))
     return text.replace("’", "'").replace("‘", "'").replace("*", " ").replace("_(", " (").replace(")_", ") ")
 
 

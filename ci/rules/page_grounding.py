@@ -36,11 +36,10 @@ from ci.rules.grounding import (
     statements,
 )
 from ci.snapshot import Snapshot
-from kb.markdown import FOOTREF_RE, Citation
+from kb.citations import FOOTREF_RE, Citation, Span, parse_span, strip_refs
 from kb.page import OVERVIEW_HEADING, Page
 from kb.scopes import visible_from
 
-_SOURCE_RE = re.compile(r"^(ev-[0-9a-f]+)#L(\d+)(?:-L?(\d+))?$")
 _HISTORY_RE = re.compile(r"history|past|previous|former|earlier|archive|superseded|no longer", re.IGNORECASE)
 _PAST_RE = re.compile(
     r"\b(?:no longer|used to|previously|formerly|former|until|before|earlier|once|was|were|had|moved (?:away )?from|left|"
@@ -117,12 +116,11 @@ def _fact_cards(snapshot: Snapshot, page: Page, cites: dict[str, Cited], reader:
     for n, fact in enumerate(_facts(page), 1):
         key = str(fact.get("key") or f"#{n}")
         source = str(fact.get("source") or "").strip()
-        m = _SOURCE_RE.match(source)
-        if not m:
+        span = parse_span(source)
+        if span is None:
             out.append(_f(page, line, "grounding.fact", f"fact {key!r}: source {source!r} is not `ev-<id>#L<n>`", hint))
             continue
-        ev_id, start = m.group(1), int(m.group(2))
-        end = int(m.group(3) or start)
+        ev_id, start, end = span.evidence_id, span.start, span.end
         entry = snapshot.evidence_by_id.get(ev_id)
         lines = snapshot.evidence_lines(ev_id)
         if entry is None or lines is None:
@@ -348,11 +346,11 @@ def _closed_facts(page: Page) -> list[Finding]:
         if _HISTORY_RE.search(section) or _PAST_RE.search(text):
             continue
         for fact in closed:
-            m = _SOURCE_RE.match(str(fact.get("source") or "").strip())
-            if labels and not (m and any(_overlaps(cites.get(label), m) for label in labels)):
+            span = parse_span(str(fact.get("source") or ""))
+            if labels and not (span and any(_overlaps(cites.get(label), span) for label in labels)):
                 continue
             value = str(fact.get("value"))
-            if re.search(rf"(?<![^\W_]){re.escape(value.lower())}(?![^\W_])", fc.fold(FOOTREF_RE.sub("", text)).lower()):
+            if re.search(rf"(?<![^\W_]){re.escape(value.lower())}(?![^\W_])", fc.fold(strip_refs(text)).lower()):
                 out.append(
                     _f(
                         page,
@@ -365,12 +363,10 @@ def _closed_facts(page: Page) -> list[Finding]:
     return out
 
 
-def _overlaps(cite: Citation | None, source: re.Match[str]) -> bool:
-    if cite is None or cite.evidence_id != source.group(1):
+def _overlaps(cite: Citation | None, source: Span) -> bool:
+    if cite is None or cite.evidence_id != source.evidence_id:
         return False
-    start = int(source.group(2))
-    end = int(source.group(3) or start)
-    return cite.start <= end and start <= cite.end
+    return cite.start <= source.end and source.start <= cite.end
 
 
 # ---- evidence added by the change itself ----------------------------------------------------
@@ -391,14 +387,14 @@ def _branch_evidence(snapshot: Snapshot, page: Page, base_evidence: set[str]) ->
                 )
             )
     for fact in _facts(page):
-        m = _SOURCE_RE.match(str(fact.get("source") or "").strip())
-        if m and m.group(1) not in base_evidence and m.group(1) in snapshot.evidence_by_id:
+        span = parse_span(str(fact.get("source") or ""))
+        if span and span.evidence_id not in base_evidence and span.evidence_id in snapshot.evidence_by_id:
             out.append(
                 _f(
                     page,
                     page.meta_lines.get("facts", 1),
                     "grounding.branch-evidence",
-                    f"fact {fact.get('key')!r} cites {m.group(1)}, which this change itself adds",
+                    f"fact {fact.get('key')!r} cites {span.evidence_id}, which this change itself adds",
                     hint,
                 )
             )
