@@ -17,8 +17,8 @@ from agents.protocols import AgentIdentity, ReviewOutcome, ReviewTask
 from agents.schemas import Comment, Verdict
 from agents.tools import REVIEWER_TOOLS
 from agents.untrusted import wrap_untrusted
-from kb.errors import FormatError
 from kb.citations import Citation
+from kb.errors import FormatError
 from kb.page import Page, parse_page
 
 MAX_STEPS = 60
