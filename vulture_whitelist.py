@@ -107,3 +107,4 @@ _.evidence_resource
 _.serve
 _.install
 _.verify_token
+_.kb_forget

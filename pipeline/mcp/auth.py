@@ -27,7 +27,7 @@ from kb.yamltext import YamlProblem, load_yaml
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken
 
-KNOWN_SCOPES = ("kb:read", "kb:remember", "kb:propose")
+KNOWN_SCOPES = ("kb:read", "kb:remember", "kb:propose", "kb:forget")
 
 
 @dataclass(frozen=True)

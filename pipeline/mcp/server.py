@@ -4,8 +4,9 @@ or Streamable HTTP.
 Tools read the served repository as one principal. Over stdio the principal is the one the
 server was started as (``--as``); over HTTP it comes from the bearer token (``pipeline.mcp.auth``),
 never from a tool argument, and each tool needs its scope (``kb:read``, ``kb:remember``,
-``kb:propose``). Writes (``kb_remember``, ``kb_propose``) are listed only when the server was
-started with them enabled; no tool edits a page or writes the default branch.
+``kb:propose``, ``kb:forget``). Writes (``kb_remember``, ``kb_propose``, ``kb_forget``) are listed
+only when the server was started with them enabled; no tool edits a page or merges a change, and
+``kb_forget`` returns a plan that only the admin principal can run, with its confirmation code.
 
 Every result is JSON inside an untrusted-data block (``agents.untrusted``) naming the tool and the
 commit it was read from; an error is an MCP error result holding the CLI's ``error:``/``hint:``
@@ -26,8 +27,8 @@ from kb.errors import KbError
 from kb.repo import Repo
 from pipeline.mcp.service import KbService
 
-READ, REMEMBER, PROPOSE = "kb:read", "kb:remember", "kb:propose"
-SCOPES = (READ, REMEMBER, PROPOSE)
+READ, REMEMBER, PROPOSE, FORGET = "kb:read", "kb:remember", "kb:propose", "kb:forget"
+SCOPES = (READ, REMEMBER, PROPOSE, FORGET)
 
 INSTRUCTIONS = (
     "kb is a reviewed, cited knowledge base and user memory. Start with kb_overview or kb_search, "
@@ -173,6 +174,18 @@ def build_server(repo: Repo, options: ServerOptions, **server_args: Any) -> Any:
         )
         def kb_propose(evidence_ids: Annotated[list[str], Field(min_length=1, max_length=50)]) -> str:
             return run("kb_propose", PROPOSE, lambda s: s.propose(evidence_ids))
+
+        @server.tool(
+            description="Forget a user, an evidence item or a text everywhere: returns the plan and a code; call again with confirm=code to run it (admin only).",
+            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+        )
+        def kb_forget(
+            evidence_id: str | None = None,
+            user: str | None = None,
+            match: Annotated[str | None, Field(max_length=1000)] = None,
+            confirm: Annotated[str | None, Field(description="The code of the plan to run.")] = None,
+        ) -> str:
+            return run("kb_forget", FORGET, lambda s: s.forget(evidence_id, user, match, confirm))
 
     _add_resources(server, repo, options)
     return server

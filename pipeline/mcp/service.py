@@ -8,6 +8,7 @@ Results are plain JSON values; each names the commit it was read from.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,6 +271,27 @@ class KbService:
         ids = [e.id for e in result.added] or list(result.duplicates)
         return {"evidence_id": ids[0] if ids else "", "added": bool(result.added), "commit": self._commit(None)}
 
+    def forget(self, evidence_id: str | None, user: str | None, match: str | None, confirm: str | None) -> dict[str, Any]:
+        """Plan a forgetting (what ``kb forget --dry-run`` lists) and its confirmation code; with
+        ``confirm`` equal to that code, run it. Only the admin principal (``system``) may."""
+        from pipeline.forget import Target
+        from pipeline.forget import forget as run_forget
+
+        if self.principal != SYSTEM:
+            raise UsageError("forgetting needs the admin principal", hint="an operator runs kb forget, or an admin token with kb:forget")
+        if sum(x is not None for x in (evidence_id, user, match)) != 1:
+            raise UsageError("name exactly one of evidence_id, user, match", hint='e.g. {"user": "alice"}')
+        target = Target(user, evidence_id, match)
+        head = self._commit(None)
+        plan = run_forget(self.repo, target, True).plan
+        code = forget_code(plan, head)
+        if confirm is None:
+            return {"commit": head, "plan": plan, "confirm": code, "done": False}
+        if confirm != code:
+            raise UsageError("the confirmation code does not match the current plan", hint="call kb_forget without confirm for a new plan")
+        result = run_forget(self.repo, target, False)
+        return {"commit": result.commit or head, "plan": result.plan, "record": result.record, "done": True}
+
     def propose(self, evidence_ids: list[str]) -> dict[str, Any]:
         """Open a change for evidence the principal may read: a work branch (or a PR on the forge)."""
         from pipeline.propose import propose
@@ -284,6 +306,13 @@ class KbService:
                 raise NotFoundError(f"unknown evidence id {ident!r}", hint="pass the ids kb_remember returned")
         proposal = propose(self.repo, list(evidence_ids))
         return {"branch": proposal.branch, "claims": proposal.claims, "base": sha, "merged": False}
+
+
+def forget_code(plan: dict[str, Any], head: str) -> str:
+    """The confirmation code of a forget plan: it changes when the plan or the repository does."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps([plan, head], sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def _blob_at(commit: pygit2.Commit, path: str) -> pygit2.Oid | None:

@@ -67,7 +67,9 @@ def test_reads_only_without_writes_and_schemas_from_the_arguments(sample: tuple[
     assert search["properties"]["mode"]["enum"] == ["hybrid", "bm25", "dense"]
     assert all(t.annotations and t.annotations.read_only_hint for t in tools)
     writable = session(repo, writes=True)(lambda c: c.list_tools()).tools
-    assert {t.name for t in writable} == READ_TOOLS | {"kb_remember", "kb_propose"}
+    assert {t.name for t in writable} == READ_TOOLS | {"kb_remember", "kb_propose", "kb_forget"}
+    forget = next(t for t in writable if t.name == "kb_forget")
+    assert forget.annotations and forget.annotations.destructive_hint
     assert all(t.annotations and not t.annotations.read_only_hint for t in writable if t.name in {"kb_remember", "kb_propose"})
 
 
@@ -226,3 +228,27 @@ def test_a_running_server_picks_up_a_new_index_version(tmp_path: Path) -> None:
     assert before["commit"] != after["commit"] == str(repo.head().id)  # type: ignore[union-attr]
     assert "knowledge/hangars" not in [h["id"] for h in before["hits"]]
     assert after["hits"][0]["id"] == "knowledge/hangars"
+
+
+def test_forget_is_a_plan_first_and_runs_only_for_the_admin_with_its_code(tmp_path: Path) -> None:
+    from kb.evidence import load_ledger
+
+    repo, ids = make_sample_repo(tmp_path / "r")
+    as_alice = session(repo, "user:alice", writes=True)(lambda c: c.call_tool("kb_forget", {"user": "alice"}))
+    assert "forgetting needs the admin principal" in error_text(as_alice)
+
+    async def body(c: Client) -> list[Any]:
+        plan = payload(await c.call_tool("kb_forget", {"user": "alice"}))
+        wrong = await c.call_tool("kb_forget", {"user": "alice", "confirm": "000000000000"})
+        both = await c.call_tool("kb_forget", {"user": "alice", "evidence_id": ids["chat"]})
+        done = payload(await c.call_tool("kb_forget", {"user": "alice", "confirm": plan["confirm"]}))
+        return [plan, wrong, both, done]
+
+    head = str(repo.head().id)  # type: ignore[union-attr]
+    plan, wrong, both, done = session(repo, "system", writes=True)(body)
+    assert plan["done"] is False and plan["commit"] == head and "users/alice/preferences.md" in plan["plan"]["deleted_pages"]
+    assert "does not match the current plan" in error_text(wrong)
+    assert "exactly one of" in error_text(both)
+    assert done["done"] is True and done["record"]["result"] == "clean"
+    assert repo.read_at(repo.head(), "users/alice/preferences.md") is None  # type: ignore[arg-type]
+    assert ids["chat"] not in {e.id for e in load_ledger(repo.root) if e.kind != "forget"}
