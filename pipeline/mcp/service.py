@@ -312,7 +312,8 @@ def forget_code(plan: dict[str, Any], head: str) -> str:
     """The confirmation code of a forget plan: it changes when the plan or the repository does."""
     import hashlib
 
-    return hashlib.sha256(json.dumps([plan, head], sort_keys=True, default=str).encode()).hexdigest()[:12]
+    stable = {key: plan.get(key) for key in ("kind", "evidence", "deleted_pages", "edited_pages", "redacted")}
+    return hashlib.sha256(json.dumps([stable, head], sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def _blob_at(commit: pygit2.Commit, path: str) -> pygit2.Oid | None:
