@@ -89,3 +89,24 @@ _.intra_op_num_threads  # kb/retrieval/minilm.py
 _.inter_op_num_threads  # kb/retrieval/minilm.py
 _.enable_cpu_mem_arena  # kb/retrieval/minilm.py
 _.log_severity_level  # kb/retrieval/minilm.py
+
+# MCP tools, resources and commands registered by decorator (pipeline/mcp/server.py, kb/cli/mcp.py);
+# the SDK calls verify_token of the TokenVerifier protocol (pipeline/mcp/auth.py).
+_.kb_overview
+_.kb_search
+_.kb_read
+_.kb_grep
+_.kb_evidence
+_.kb_memory_context
+_.kb_history
+_.kb_change_status
+_.kb_remember
+_.kb_propose
+_.page_l0
+_.page_l1
+_.page_resource
+_.evidence_resource
+_.serve
+_.install
+_.verify_token
+_.kb_forget

@@ -25,6 +25,7 @@ from kb.cli.common import LockWaitOpt, RepoOpt, set_command_label, set_lock_wait
 from kb.cli.consolidate import consolidate_app
 from kb.cli.evidence import evidence_app
 from kb.cli.index import index_app
+from kb.cli.mcp import mcp_app
 from kb.clock import compact_utc
 from kb.errors import EXIT_BUG, KbError
 from kb.progress import Reporter, set_reporter
@@ -116,6 +117,7 @@ app.add_typer(memory.memory_app, name="memory")
 app.add_typer(evaluate.eval_app, name="eval")
 app.command("forget")(forget.forget)
 app.add_typer(forget.retention_app, name="retention")
+app.add_typer(mcp_app, name="mcp")
 app.add_typer(consolidate_app, name="consolidate")
 app.add_typer(pr.pr_app, name="pr")
 app.command("sync")(pr.sync)

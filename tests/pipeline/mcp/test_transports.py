@@ -1,0 +1,145 @@
+"""``kb mcp`` as a real process: stdio with the SDK's stdio client, and Streamable HTTP on loopback
+with bearer tokens for two users and an admin (scopes, no cross-user leak, concurrent calls)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from kb.repo import Repo
+from kb.retrieval.build import build_index
+from pipeline.mcp.auth import token_digest
+from tests.builders import make_sample_repo
+from tests.pipeline.mcp.test_server import error_text, payload
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Repo, dict[str, str]]:
+    repo, ids = make_sample_repo(tmp_path_factory.mktemp("mcp-proc") / "r")
+    build_index(repo)
+    return repo, ids
+
+
+def kb_command(repo: Repo, *args: str) -> list[str]:
+    return [sys.executable, "-m", "kb", "--repo", str(repo.root), *args]
+
+
+def test_stdio_server_with_the_sdk_stdio_client(sample: tuple[Repo, dict[str, str]]) -> None:
+    repo, _ = sample
+    command = kb_command(repo, "mcp", "--as", "user:alice")
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+
+    async def main() -> tuple[set[str], dict[str, Any]]:
+        async with Client(params) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            return tools, payload(await client.call_tool("kb_search", {"query": "window seats", "k": 2}))
+
+    tools, found = asyncio.run(main())
+    assert "kb_search" in tools and "kb_remember" not in tools
+    assert found["hits"][0]["id"] == "users/alice/preferences"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+TOKENS = {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789", "admin": "tok-admin-0123456789"}
+
+
+@pytest.fixture(scope="module")
+def http_server(sample: tuple[Repo, dict[str, str]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    repo, _ = sample
+    folder = tmp_path_factory.mktemp("tokens")
+    grants = [
+        {"name": "alice", "sha256": token_digest(TOKENS["alice"]), "principal": "user:alice", "scopes": ["kb:read"]},
+        {"name": "bob", "sha256": token_digest(TOKENS["bob"]), "principal": "user:bob", "scopes": ["kb:read", "kb:remember"]},
+        {"name": "admin", "sha256": token_digest(TOKENS["admin"]), "principal": "system", "scopes": ["kb:read"]},
+    ]
+    tokens = folder / "tokens.yaml"
+    tokens.write_text(json.dumps({"tokens": grants}), encoding="utf-8")  # JSON is YAML
+    port = free_port()
+    log = (folder / "server.log").open("w")
+    proc = subprocess.Popen(kb_command(repo, "mcp", "--http", "--port", str(port), "--tokens", str(tokens), "--writes"), stderr=log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert proc.poll() is None, (folder / "server.log").read_text()
+            time.sleep(0.2)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+def over_http(url: str, token: str | None, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    async def main() -> list[Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                return [await client.call_tool(name, args) for name, args in calls]
+
+    return asyncio.run(main())
+
+
+def test_http_tokens_decide_the_principal_and_nothing_leaks(http_server: str, sample: tuple[Repo, dict[str, str]]) -> None:
+    _, ids = sample
+    calls = [
+        ("kb_search", {"query": "which seat do I like", "include_evidence": True}),
+        ("kb_read", {"page": "users/alice/preferences", "level": "L2"}),
+        ("kb_evidence", {"reference": ids["chat"]}),
+        ("kb_grep", {"pattern": "seat"}),
+        ("kb_overview", {}),
+    ]
+    alice = over_http(http_server, TOKENS["alice"], calls)
+    assert payload(alice[0])["hits"][0]["id"] == "users/alice/preferences"
+    assert "window seats" in payload(alice[1])["text"]
+    for who in ("bob", "admin"):
+        results = over_http(http_server, TOKENS[who], calls)
+        raw = "\n".join(r.model_dump_json() for r in results)
+        for word in ("window seats", "Vegetarian", "user:alice", "Alice prefers"):
+            assert word not in raw, (who, word)
+        assert "no page 'users/alice/preferences'" in error_text(results[1])
+
+
+def test_http_scopes_and_bad_tokens(http_server: str) -> None:
+    denied = over_http(http_server, TOKENS["alice"], [("kb_remember", {"content": "[2025-01-01T00:00:00Z] user: hi there"})])
+    assert "needs the kb:remember scope" in error_text(denied[0])
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    for headers in ({"Authorization": "Bearer not-a-token"}, {}):
+        answer = httpx2.post(http_server, json=initialize, headers={"Accept": "application/json, text/event-stream", **headers})
+        assert answer.status_code == 401 and "Bearer" in answer.headers.get("www-authenticate", "")
+        assert "window" not in answer.text and "alice" not in answer.text
+
+
+def test_http_twenty_concurrent_calls_all_answered(http_server: str) -> None:
+    async def one(n: int) -> str:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS['alice']}"}, timeout=120) as http:
+            async with Client(streamable_http_client(http_server, http_client=http)) as client:
+                query = "window seats" if n % 2 else "visa days"
+                result = payload(await client.call_tool("kb_search", {"query": query, "k": 1, "mode": "bm25"}))
+                return str(result["hits"][0]["id"])
+
+    async def main() -> list[str]:
+        return list(await asyncio.gather(*(one(n) for n in range(20))))
+
+    answers = asyncio.run(main())
+    assert answers == ["knowledge/travel/visas" if n % 2 == 0 else "users/alice/preferences" for n in range(20)]
