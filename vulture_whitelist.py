@@ -70,6 +70,8 @@ _._rich_display_name  # kb/cli/app.py
 _.display_type_rich  # kb/cli/app.py
 
 # Library API exercised only by the tests (kept as API, not dead).
+_.parse_definition  # kb/citations.py: tests/test_page_format_owner.py
+_.parse_claim_bullet  # kb/citations.py: tests/test_page_format_owner.py
 _.remaining_budget  # agents/loop.py: tests/agents/test_loop.py
 _.status_of  # pipeline/records.py: tests/pipeline/test_offline_loop.py, tests/integration/test_model_loop.py
 

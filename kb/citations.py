@@ -41,8 +41,14 @@ SPAN_RE = re.compile(r"^(ev-[0-9a-f]+)#L(\d+)(?:-L?(\d+))?$")
 DEFINITION_SOURCE_RE = re.compile(rf"^\[\^({LABEL})\]:\s*(ev-[0-9a-f]+)(?:#L(\d+)(?:-L?(\d+))?)?", re.MULTILINE)
 # A claim bullet: its list marker (with indentation), text, references, and what follows them.
 CLAIM_BULLET_RE = re.compile(rf"^(\s*[-*+] )(.*?)((?:\[\^{LABEL}\])+)(.*)$")
-# An evidence id anywhere in a text (as written in pages, trailers and tool arguments).
-EVIDENCE_ID_IN_TEXT_RE = re.compile(rf"\b{EVIDENCE_ID_PATTERN}\b")
+# A footnote definition split as written: label, evidence id, first and last line, the raw quote.
+FOOTDEF_PARTS_RE = re.compile(rf'^\[\^({LABEL})\]: (ev-[0-9a-f]+)#L(\d+)(?:-L(\d+))? "(.*)"\s*$')
+# The start of a span: evidence id and first line, whatever follows.
+SPAN_START_RE = re.compile(r"^(ev-[0-9a-f]+)#L(\d+)")
+# A line span without its evidence id, both ends written (``L3-L4``).
+LINE_PAIR_RE = re.compile(r"L(\d+)-L(\d+)")
+# An evidence item's file in the repository.
+EVIDENCE_FILE_RE = re.compile(rf"^evidence/\d{{4}}/\d{{2}}/({EVIDENCE_ID_PATTERN})\.md$")
 
 
 @dataclass(frozen=True)
@@ -145,11 +151,6 @@ def format_refs(labels: Iterable[str]) -> str:
     return "".join(format_ref(label) for label in dict.fromkeys(labels))
 
 
-def ref_labels(text: str) -> list[str]:
-    """The labels ``text`` references, in order (definitions' openings not included)."""
-    return FOOTREF_RE.findall(text)
-
-
 def all_labels(text: str) -> set[str]:
     """Every label written in ``text``: references and definitions alike."""
     return set(ANY_REF_RE.findall(text))
@@ -158,11 +159,6 @@ def all_labels(text: str) -> set[str]:
 def strip_refs(text: str) -> str:
     """``text`` without its footnote references."""
     return ANY_REF_RE.sub("", text)
-
-
-def relabel_refs(text: str, relabel: dict[str, str]) -> str:
-    """``text`` with each reference to a label in ``relabel`` renamed."""
-    return ANY_REF_RE.sub(lambda m: format_ref(relabel.get(m.group(1), m.group(1))), text)
 
 
 def cited_evidence(text: str) -> list[str]:
@@ -176,8 +172,3 @@ def parse_claim_bullet(line: str) -> ClaimLine | None:
     if not match:
         return None
     return ClaimLine(match.group(1), match.group(2), tuple(ANY_REF_RE.findall(match.group(3))), match.group(4))
-
-
-def evidence_ids_in(text: str) -> list[str]:
-    """Every evidence id written in ``text``, in order of first appearance."""
-    return list(dict.fromkeys(EVIDENCE_ID_IN_TEXT_RE.findall(text)))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kb.citations import EVIDENCE_FILE_RE
 from kb.clock import iso_utc
 from kb.controls import clean_label, json_visible
 from kb.errors import ConflictError, FormatError, NotFoundError, UsageError
@@ -163,7 +164,7 @@ def make_entry(prev: LedgerEntry | None, item: PreparedItem, path: str, added_at
 
 
 _TMP_RE = re.compile(r"(^|/)\.[^/]+\.tmp-\d+$")
-_ITEM_RE = re.compile(r"^evidence/\d{4}/\d{2}/(ev-[0-9a-f]{16})\.md$")
+_ITEM_RE = EVIDENCE_FILE_RE
 
 
 @dataclass(frozen=True)

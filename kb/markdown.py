@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from markdown_it import MarkdownIt
 
 # The citation format is kb.citations'; these names stay importable from here for older callers.
-from kb.citations import FOOTDEF_RE, FOOTREF_RE, REFS_ONLY_RE, Citation, parse_citation
+from kb.citations import FOOTDEF_RE, FOOTREF_RE, REFS_ONLY_RE, REFS_RUN_RE, Citation, parse_citation
 from kb.citations import format_citation as format_citation
 
 if TYPE_CHECKING:
@@ -40,7 +40,9 @@ CODESPAN_RE = re.compile(r"(`+)(?:.|\n)*?\1")
 # with their sentence (Chinese text needs no space after 。, so this matters there). The period of
 # "e.g.", "i.e.", "etc.", "vs." and "cf." ends no sentence.
 SENTENCE_END_RE = re.compile(
-    r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)(?<!\bEg)[.!?。！？](?:[\"”’」』]*(?:\[\^[^\]\s]+\])+)?(?:\s+|\Z|(?=\S)(?<=[。！？\]]))|\n(?=\s*[-*+] )"
+    r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)(?<!\bcf)(?<!\bEg)[.!?。！？](?:[\"”’」』]*"
+    + REFS_RUN_RE.pattern
+    + r")?(?:\s+|\Z|(?=\S)(?<=[。！？\]]))|\n(?=\s*[-*+] )"
 )
 
 

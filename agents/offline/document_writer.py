@@ -31,6 +31,7 @@ from agents.offline.markup import list_table, plain_text, rst_inline
 from agents.offline.memory_page import GENERATED_TAG
 from agents.protocols import EvidenceItem
 from ci.snapshot import normalise_quote
+from kb.citations import all_labels, cited_evidence, strip_refs
 from kb.injection import unsafe_statement
 from kb.markdown import CODESPAN_RE, FOOTDEF_RE, SENTENCE_END_RE, format_citation, parse_citation, parse_structure
 from kb.page import page_id_for_path, parse_page, render_page
@@ -320,10 +321,10 @@ def render_document(doc: Document, linker: Linker, existing: str | None, withhel
     body = layout(fits, outline)
     if linker.definitions:
         body += [linker.definitions[k] for k in sorted(linker.definitions)] + [""]
-    used_labels = set(re.findall(r"\[\^([^\]\s]+)\]", "\n".join(body)))
+    used_labels = all_labels("\n".join(body))
     citations = [citer.used[label] for label in sorted(citer.used, key=_natural) if label in used_labels]
     text = "\n".join(body) + "\n" + "\n".join(citations) + ("\n" if citations else "")
-    sources = sorted({m.group(1) for c in citations if (m := re.search(r"\]:\s*(ev-[0-9a-f]+)#", c))})
+    sources = cited_evidence("\n".join(citations))
     meta: dict[str, Any] = {
         "id": page_id_for_path(doc.path),
         "type": "fact",
@@ -421,7 +422,7 @@ def _previous(
             history.append(line)
     while history and not history[-1].strip():
         history.pop()
-    history_labels = set(re.findall(r"\[\^([^\]\s]+)\]", "\n".join(history)))
+    history_labels = all_labels("\n".join(history))
     current: dict[str, list[tuple[str, str]]] = {}
     for label, line in citations.items():
         if label in history_labels:
@@ -461,7 +462,7 @@ def _summary_sentence(doc: Document, lead: list[str]) -> str:
     """L0: the document's first real sentence (four words or more), else its first sentence
     however short (what the page says, not a name the gate cannot find in a claim), else a
     sentence naming the page and its first sections; at most 90 tokens."""
-    texts = [plain_text(re.sub(r"\[\^[^\]\s]+\]", "", claim)).strip() for claim in lead]
+    texts = [plain_text(strip_refs(claim)).strip() for claim in lead]
     for text in sorted((t for t in texts if t), key=lambda t: len(t.split()) < 4):
         text = re.sub(r"[:;,]\s*$", ".", text)
         text = text if re.search(r"[.!?。！？]$", text) else text + "."

@@ -10,10 +10,10 @@ goes first in every memory context.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb.citations import ANY_REF_RE
 from kb.errors import KbError
 from kb.injection import unsafe_statement
 from kb.markdown import FOOTDEF_RE
@@ -63,7 +63,7 @@ def load_memory_page(text: str, path: str) -> MemoryPage:
             section = line[3:].strip()
             continue
         if section and section != "Overview" and line.startswith("- "):
-            labels = re.findall(r"\[\^([^\]\s]+)\]", line)
+            labels = ANY_REF_RE.findall(line)
             label = labels[0] if labels else ""
             memory.sections.setdefault(section, []).append(Entry(line[2:], label, defs.get(label, "")))
     return memory

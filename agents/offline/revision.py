@@ -18,13 +18,13 @@ from agents.backend import WriteBackend
 from agents.protocols import Withdrawal
 from agents.schemas import Comment
 from ci.snapshot import normalise_quote
+from kb.citations import ANY_REF_RE, REFS_RUN_RE
 from kb.errors import FormatError
 from kb.markdown import CODESPAN_RE, FOOTREF_RE, Claim
 from kb.page import Page, parse_page, render_page
 
-REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
+REF_RE = ANY_REF_RE
 RULE_RE = re.compile(r"^\[([a-z0-9_.-]+)\]\s")
-REFS_RUN_RE = re.compile(r"(?:\[\^[^\]\s]+\])+")
 BULK_SHARE = 0.5  # a rule flagging more than this share of the verbatim claims is a rule bug
 BULK_MIN = 3  # ... when it flags at least this many
 

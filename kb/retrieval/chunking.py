@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from kb.citations import REFS_ONLY_RE
 from kb.markdown import unique_anchors
 from kb.page import Page, page_id_for_path
 from kb.tokens import count_tokens
@@ -43,7 +44,7 @@ _MESSAGE_HEAD_RE = re.compile(r"^((?:\[[^\]\n]*\]\s*)?[^:\n]{1,120}?):\s")
 # an item of an outline: only a link to an anchor of the same page (a list of them is navigation:
 # the sections it names are chunks of their own, so it is left out of the chunk text)
 _NAVIGATION_ITEM_RE = re.compile(r"^\s*[-*+]\s+\[[^\]]+\]\(#[^)\s]+\)\s*$|^\s*$")
-_REFERENCES_ONLY_RE = re.compile(r"^\s*(?:\[\^[^\]\s]+\]\s*)+$")
+_REFERENCES_ONLY_RE = REFS_ONLY_RE
 _INTRODUCED = ("fence", "code_block", "table_open", "bullet_list_open", "ordered_list_open")
 _LINE_KINDS = ("bullet_list_open", "ordered_list_open", "table_open", "blockquote_open", "fence", "code_block", "html_block")
 

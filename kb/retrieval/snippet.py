@@ -6,13 +6,13 @@ window shows why the hit ranked; a hit found by meaning alone (dense) gets the c
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 
+from kb.citations import ANY_REF_RE
 from kb.retrieval.analyzer import analyse
 
-FOOTNOTE_REF_RE = re.compile(r"\[\^[^\]\s]+\]")
+FOOTNOTE_REF_RE = ANY_REF_RE
 WIDTH = 240
 
 

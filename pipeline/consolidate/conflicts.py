@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from agents.offline.reviewer import conflicting_facts
 from agents.schemas import Comment
+from kb.citations import SPAN_RE
 from kb.markdown import FOOTREF_RE
 from kb.page import Page, page_id_for_path, render_page
 from pipeline.consolidate.page_text import add_related, is_current, replace_once, slug
@@ -31,7 +32,7 @@ def _conditions(line: str, value: str) -> set[str]:
 
 
 def _fact_line(texts: Texts, source: str) -> str | None:
-    match = re.match(r"^(ev-[0-9a-f]+)#L(\d+)(?:-L?(\d+))?$", source.strip())
+    match = SPAN_RE.match(source.strip())
     if not match:
         return None
     lines = texts.view.evidence_lines(match.group(1))

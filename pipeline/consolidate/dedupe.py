@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ci.snapshot import normalise_quote
+from kb.citations import cited_evidence
 from kb.markdown import format_citation
 from kb.page import Page, page_id_for_path, render_page
 from pipeline.consolidate.page_text import (
@@ -243,7 +244,7 @@ def merge_duplicates(texts: Texts, paths: Iterable[str], today: str, model: Mode
             for item, _ in items:
                 body = remove_claim(Page(path, metas[path], body, pages[path].header_lines), item.label, item.text)
             if metas[path].get("sources") is not None:
-                metas[path]["sources"] = sorted({m.group(1) for m in re.finditer(r"^\[\^[^\]]+\]:\s*(ev-[0-9a-f]+)", body, re.M)})
+                metas[path]["sources"] = cited_evidence(body)
             for successor in successors:
                 body = add_related(body, f"- Also stated on [[{page_id_for_path(successor)}]].")
             bodies[path] = body

@@ -14,6 +14,7 @@ from typing import Any
 
 from ci.rules import factcheck
 from ci.snapshot import normalise_quote
+from kb.citations import all_labels
 from kb.markdown import FOOTDEF_RE, FOOTREF_RE
 from kb.page import Page, render_page
 
@@ -101,7 +102,7 @@ def remove_claim(page: Page, label: str, claim_text: str) -> str:
 
 
 def next_label(page_body: str) -> str:
-    used = {int(m) for m in re.findall(r"\[\^(\d+)\]", page_body)}
+    used = {int(label) for label in all_labels(page_body) if label.isdigit()}
     return str(max(used, default=0) + 1)
 
 

@@ -15,6 +15,7 @@ from agents.offline.document_writer import REMOVED
 from agents.offline.document_writer import outline_entries as _outline_entries
 from agents.offline.document_writer import outline_links as _outline
 from agents.offline.document_writer import page_sections as _sections
+from kb.citations import cited_evidence
 from kb.markdown import FOOTDEF_RE, FOOTREF_RE, Claim
 from kb.page import Page, page_id_for_path, parse_page, render_page
 from kb.scopes import scope_for_path
@@ -58,7 +59,7 @@ def _labels(rows: Iterable[str]) -> list[str]:
 
 
 def _sources(defs: Iterable[str]) -> list[str]:
-    return sorted({m.group(1) for row in defs if (m := re.search(r"\]:\s*(ev-[0-9a-f]+)#", row))})
+    return cited_evidence("\n".join(defs))
 
 
 def built_l0(path: str, meta: dict[str, Any], body: str, max_words: int = 40) -> str:

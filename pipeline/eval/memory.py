@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb.citations import LINE_PAIR_RE
 from kb.errors import UsageError
 from kb.evidence import ledger_at
 from kb.memory_context import VARIANTS, ContextItem, build_context
@@ -77,7 +78,7 @@ def turns_of(item: ContextItem, turns: dict[str, dict[int, str]]) -> set[str]:
     found: set[str] = set()
     for cite in item.cites:
         ev, _, span = cite.partition("#")
-        m = re.match(r"L(\d+)-L(\d+)", span)
+        m = LINE_PAIR_RE.match(span)
         if not m:
             continue
         lines = turns.get(ev, {})

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kb.citations import ANY_REF_RE, CLAIM_BULLET_RE, FOOTDEF_PARTS_RE
 from kb.errors import KbError
 from kb.intake import PreparedItem
 from kb.markdown import format_citation
@@ -87,8 +88,8 @@ FAKE_FACTS = [
 STOP_CAPS = {"I", "I'm", "I've", "I'll", "I'd", "The", "A", "An", "It", "This", "That", "We", "You", "He", "She", "They", "My"}
 STOP_CAPS |= set(MONTHS) | set(WEEKDAYS)
 
-BULLET_RE = re.compile(r"^(\s*[-*+] )(.*?)((?:\[\^[^\]\s]+\])+)(.*)$")
-FOOTDEF_LINE_RE = re.compile(r"^\[\^([^\]\s]+)\]: (ev-[0-9a-f]+)#L(\d+)(?:-L(\d+))? \"(.*)\"\s*$")
+BULLET_RE = CLAIM_BULLET_RE
+FOOTDEF_LINE_RE = FOOTDEF_PARTS_RE
 WIKI_RE = re.compile(r"\[\[([^\[\]|#\n]+?)(#[^\[\]|\n]+?)?(\|[^\[\]\n]*)?\]\]")
 NUMBER_RE = re.compile(r"(?<![\w.,-])(\d{1,6})(?![\w]|[.,]\d)")
 ISO_RE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -216,7 +217,7 @@ class PageView:
                 continue
             b = BULLET_RE.match(line)
             if b:
-                labels = tuple(re.findall(r"\[\^([^\]\s]+)\]", b.group(3)))
+                labels = tuple(ANY_REF_RE.findall(b.group(3)))
                 bullets.append(Bullet(i, b.group(1), b.group(2), b.group(3), b.group(4), labels, section))
         m = re.match(r"^([^:']+?)(?:'s\b|:)", page.title) if path.startswith("users/") else None
         return cls(path, text, page, lines, header_end, bullets, defs, m.group(1).strip() if m else "")

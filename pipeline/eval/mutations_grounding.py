@@ -10,6 +10,7 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterator
 
+from kb.citations import SPAN_START_RE
 from kb.page import parse_page, render_page
 from kb.scopes import scope_for_path
 from pipeline.eval.mutations_base import (
@@ -241,7 +242,7 @@ def fact_card_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
         changed[i]["value"] = other
         yield mutant(view, "fact_card_changed", "grounding", view.with_meta(facts=changed), f"{fact.get('key')}: {value} -> {other}")
         source = str(fact.get("source", ""))
-        m = re.match(r"^(ev-[0-9a-f]+)#L(\d+)", source)
+        m = SPAN_START_RE.match(source)
         if m:
             lines = corpus.evidence.get(m.group(1), [])
             n = next((k for k in range(1, len(lines) + 1) if k != int(m.group(2)) and value.lower() not in lines[k - 1].lower()), None)

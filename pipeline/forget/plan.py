@@ -11,6 +11,7 @@ from typing import Any
 
 import pygit2
 
+from kb.citations import ANY_REF_RE, DEFINITION_SOURCE_RE, definition_label
 from kb.config import CONFIG_FILE
 from kb.errors import NotFoundError, UsageError
 from kb.evidence import LEDGER_PATH, LedgerEntry, find_entry, ledger_at
@@ -20,8 +21,8 @@ from kb.scopes import PAGE_FOLDERS, folder_for_scope, user_scope
 from pipeline.forget.derived import RECORDS_DIR, SCRUBBED, Holds, clean_index, clean_page, scrub_json
 
 FORGOTTEN_DIR = "forget"  # under .kb/: deny entries, the key, pending and completion records
-_FOOTNOTE_RE = re.compile(r"^\[\^([^\]\s]+)\]:\s*(ev-[0-9a-f]{16})(?:#L(\d+)(?:-L?(\d+))?)?")
-_REF_RE = re.compile(r"\[\^([^\]\s]+)\]")
+_FOOTNOTE_RE = DEFINITION_SOURCE_RE
+_REF_RE = ANY_REF_RE
 
 _SEPARATED_DIGITS = re.compile(r"(?<=\d)[^\w]+(?=\d)")
 
@@ -120,7 +121,7 @@ def drop_claims(text: str, forgotten: set[str], match: str | None = None, redact
                 continue
         kept.append(line)
     used = {label for line in kept if not _FOOTNOTE_RE.match(line) for label in _REF_RE.findall(line)}
-    kept = [line for line in kept if not ((m := re.match(r"^\[\^([^\]\s]+)\]:", line)) and m.group(1) not in used)]
+    kept = [line for line in kept if not ((label := definition_label(line)) is not None and label not in used)]
     return "\n".join(kept)
 
 
