@@ -40,13 +40,13 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(values) * 1000, 1), "p95_ms": round(percentile(values, 0.95) * 1000, 1), "n": len(values)}
 
 
-def prepare(workdir: Path, pages: int, model: str) -> Path:
+def prepare(workdir: Path, pages: int, model: str, embedder: str = "model") -> Path:
     root = workdir / "kb"
     if not (root / ".kb" / "index").exists():
         workdir.mkdir(parents=True, exist_ok=True)
         if not root.exists():
             retrieval_scale.generate(root, pages, model=model)
-        print(json.dumps({"build": retrieval_scale.build(root)}), file=sys.stderr)
+        print(json.dumps({"build": retrieval_scale.build(root, embedder)}), file=sys.stderr)
     return root
 
 
@@ -125,7 +125,7 @@ def over_http(root: Path, plan: list[tuple[str, dict[str, Any]]], warmup: int) -
         port = s.getsockname()[1]
     log = (root.parent / "http.log").open("w")
     cmd = [sys.executable, "-m", "kb", "--repo", str(root), "mcp", "--http", "--port", str(port), "--tokens", str(tokens)]
-    proc = subprocess.Popen(cmd, stderr=log)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=log)
     try:
         for _ in range(300):
             try:
@@ -152,12 +152,19 @@ def main() -> None:
     parser.add_argument("--model", default="minilm-en", help="the repository's retrieval.embedder")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/kb-mcp-bench"))
     parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument(
+        "--embedder",
+        default="model",
+        choices=["model", "hash"],
+        help="hash: vectors from a hash of the text (retrieval_scale's stand-in) for a quick build at 10,000 pages; "
+        "queries still embed with the configured model, so latency is real but dense ranks are not",
+    )
     parser.add_argument("--warmup", type=int, default=6, help="calls (of both tools) left out of the figures on each transport")
     args = parser.parse_args()
-    root = prepare(args.workdir, args.pages, args.model)
+    root = prepare(args.workdir, args.pages, args.model, args.embedder)
     queries = json.loads((root.parent / "queries.json").read_text())[: args.queries]
     plan = calls(queries)
-    report: dict[str, Any] = {"pages": args.pages, "model": args.model, "queries": len(queries)}
+    report: dict[str, Any] = {"pages": args.pages, "model": args.model, "embedder": args.embedder, "queries": len(queries)}
     first = in_process(root, plan, args.warmup)
     stdio, costs = over_stdio(root, plan, args.warmup)
     http = over_http(root, plan, args.warmup)
