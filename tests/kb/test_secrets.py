@@ -152,4 +152,7 @@ def test_documentation_shipped_with_the_dependencies_has_no_findings() -> None:
     docs = _installed_docs()
     assert len(docs) >= 50  # litellm alone ships about a hundred Markdown guides
     findings = [hit.describe(path) for path, text in docs for hit in find_secrets(text)]
-    assert findings == []
+    # PyJWT's README (a dependency of mcp) prints a real, well-formed HS256 token signed with
+    # "secret": a credential by its form, which a team would allow by its fingerprint as here.
+    reviewed = ("fingerprint b505116db860a6a0",)
+    assert [f for f in findings if not f.endswith(tuple(f"({r})" for r in reviewed))] == []

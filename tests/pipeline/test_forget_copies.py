@@ -21,7 +21,7 @@ from kb.errors import NotFoundError
 from kb.evidence import ledger_at
 from kb.repo import Repo
 from kb.retrieval.reading import read_page
-from kb.retrieval.search import search
+from kb.retrieval.search import make_query, search
 from kb.scaffold import init_repository
 from pipeline.memory import ingest
 from tests.builders import write_chat
@@ -160,13 +160,15 @@ def test_an_untracked_file_stops_the_rewrite_after_hiding_and_a_rerun_completes_
     repo = init_repository(tmp_path / "kb")
     ingest(repo, "pat", [write_chat(tmp_path / "p1.json", PAT_1, "2024-03-01T10:00:00Z")])
     head = repo.head()
-    assert head is not None and search(repo, "Globex phone", "user:pat", k=3)
+    assert head is not None and search(repo, make_query("Globex phone", "user:pat", 3))
     (repo.root / "draft.txt").write_text("unrelated draft\n")
 
     result = cli("--repo", str(repo.root), "forget", "--user", "pat")
     assert result.code == 8 and "draft.txt" in result.err and "hidden" in result.err and "hint:" in result.err
     assert repo.head() is not None and repo.head().id == head.id  # nothing rewritten yet
-    assert not [h for h in search(repo, "Globex phone Wilhelmina", "user:pat", k=10, include_evidence=True) if h.scope == "user:pat"]
+    assert not [
+        h for h in search(repo, make_query("Globex phone Wilhelmina", "user:pat", 10, include_evidence=True)) if h.scope == "user:pat"
+    ]
     with pytest.raises(NotFoundError):
         read_page(repo, "users/pat/profile", "user:pat")
 
