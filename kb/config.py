@@ -199,12 +199,16 @@ _REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 
 
+# The names of the table of forges (pipeline.forge.kinds, which kb cannot import; a test keeps them equal).
+ForgeKind = Literal["local", "github"]
+
+
 class Forge(_Strict):
     """Where changes are proposed and merged (docs/github.md): ``local`` (branches, git notes and a
-    local merge; the default) or ``github`` (pull requests). Tokens are never here: only the names
-    of the environment variables that hold them."""
+    local merge; the default) or a hosted forge such as ``github`` (pull requests). Tokens are
+    never here: only the names of the environment variables that hold them."""
 
-    kind: Literal["local", "github"] = "local"
+    kind: ForgeKind = "local"
     repository: str | None = None  # owner/name on GitHub
     api_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3
     remote: str = "origin"  # the git remote that pushes and fetches go to
@@ -249,9 +253,9 @@ class Forge(_Strict):
         return url.rstrip("/")
 
     @model_validator(mode="after")
-    def _github_needs_a_repository(self) -> Forge:
-        if self.kind == "github" and self.repository is None:
-            raise ValueError("kind github needs `repository: owner/name`")
+    def _hosted_needs_a_repository(self) -> Forge:
+        if self.kind != "local" and self.repository is None:  # every hosted forge names its repository
+            raise ValueError(f"kind {self.kind} needs `repository: owner/name`")
         return self
 
 
