@@ -40,7 +40,16 @@ def workflow_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     cwd, code = Path.cwd(), 0
     os.chdir(root)
     try:
-        main(["github", "init"])
+        main(
+            [
+                "github",
+                "init",
+                "--kb-source",
+                "https://github.com/acme/kb-source",
+                "--kb-commit",
+                "0123456789abcdef0123456789abcdef01234567",
+            ]
+        )
     except SystemExit as exc:
         code = int(exc.code or 0)
     finally:
