@@ -43,7 +43,7 @@ _._url  # kb/config.py: Forge's @field_validator on api_url
 _._without_unset  # pipeline/consolidate/record.py: the records' @model_serializer (keys absent until set)
 _.job  # pipeline/consolidate/record.py: FoundRecord.job, a field only written to the record
 _._branch_name  # kb/config.py: Forge's @field_validator on default_branch (a valid git branch name)
-_._github_needs_a_repository  # kb/config.py: Forge's @model_validator (kind github names its repository)
+_._hosted_needs_a_repository  # kb/config.py: Forge's @model_validator (a hosted forge names its repository)
 _._retention_rules  # kb/config.py: Config's @field_validator on retention (kinds or scopes, ages in days)
 
 # Fields of model output and of records written as JSON (asdict / model_dump): they are read

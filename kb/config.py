@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kb.errors import ConfigError
 from kb.privacy import KINDS as PRIVACY_KINDS
+from kb.scopes import is_scope
 from kb.secrets import FINGERPRINT_RE
 from kb.yamltext import YamlProblem, load_yaml
 
@@ -199,12 +200,16 @@ _REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 
 
+# The names of the table of forges (pipeline.forge.kinds, which kb cannot import; a test keeps them equal).
+ForgeKind = Literal["local", "github"]
+
+
 class Forge(_Strict):
     """Where changes are proposed and merged (docs/github.md): ``local`` (branches, git notes and a
-    local merge; the default) or ``github`` (pull requests). Tokens are never here: only the names
-    of the environment variables that hold them."""
+    local merge; the default) or a hosted forge such as ``github`` (pull requests). Tokens are
+    never here: only the names of the environment variables that hold them."""
 
-    kind: Literal["local", "github"] = "local"
+    kind: ForgeKind = "local"
     repository: str | None = None  # owner/name on GitHub
     api_url: str = "https://api.github.com"  # GitHub Enterprise: https://HOST/api/v3
     remote: str = "origin"  # the git remote that pushes and fetches go to
@@ -249,9 +254,9 @@ class Forge(_Strict):
         return url.rstrip("/")
 
     @model_validator(mode="after")
-    def _github_needs_a_repository(self) -> Forge:
-        if self.kind == "github" and self.repository is None:
-            raise ValueError("kind github needs `repository: owner/name`")
+    def _hosted_needs_a_repository(self) -> Forge:
+        if self.kind != "local" and self.repository is None:  # every hosted forge names its repository
+            raise ValueError(f"kind {self.kind} needs `repository: owner/name`")
         return self
 
 
@@ -266,11 +271,28 @@ def retention_days(age: str) -> int:
     return int(match.group(1))
 
 
+class HintedValueError(ValueError):
+    """A validator's refusal that knows what to write instead (the ConfigError's hint)."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
 def _retention(rules: dict[str, str]) -> dict[str, str]:
-    """Keys: an evidence kind, a scope (``system``, ``user:<id>``) or ``memory`` (every user's
-    memory pages); values: an age in days."""
+    """Keys: an evidence kind, a scope (``system``, ``user:<id>``, as ``kb.scopes`` defines them) or
+    ``memory`` (every user's memory pages); values: an age in days."""
     for key, age in rules.items():
-        if key not in EVIDENCE_KINDS and key not in ("system", "memory") and not re.match(r"^user:[A-Za-z0-9_.-]+$", key):
+        if key.startswith("user:") and not is_scope(key):
+            user = key.removeprefix("user:")
+            better = f"user:{user.lower()}"
+            hint = (
+                f"write `{better}`: user ids are lower case, as their folders users/<id>/ are"
+                if is_scope(better)
+                else "a user id is lower-case letters, digits, '.', '_' or '-' (at most 64), as in users/<id>/"
+            )
+            raise HintedValueError(f"{key!r} is not a scope: {user!r} is not a user id, so the rule would never expire anything", hint)
+        if key not in EVIDENCE_KINDS and key != "memory" and not is_scope(key):
             raise ValueError(
                 f"{key!r} is neither an evidence kind ({', '.join(EVIDENCE_KINDS)}), nor a scope (system, user:<id>), nor memory"
             )
@@ -365,7 +387,9 @@ def parse_config(text: str, source: str = CONFIG_FILE) -> Config:
         key = _location(err["loc"])
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"{source}: unknown key `{key}`", hint="remove it or fix its spelling (see docs/config.md)") from None
-        raise ConfigError(f"{source}: `{key}`: {err['msg'].removeprefix('Value error, ')}") from None
+        cause = err.get("ctx", {}).get("error")
+        hint = cause.hint if isinstance(cause, HintedValueError) else None
+        raise ConfigError(f"{source}: `{key}`: {err['msg'].removeprefix('Value error, ')}", hint=hint) from None
 
 
 def load_config(root: Path) -> Config:

@@ -33,6 +33,11 @@ def user_scope(user: str | None) -> str:
     return f"user:{user}"
 
 
+def is_scope(text: str) -> bool:
+    """``text`` is a scope as paths decide them: ``system`` or ``user:<id>`` with a valid user id."""
+    return text == SYSTEM or _USER_SCOPE_RE.match(text) is not None
+
+
 def user_of(scope: str) -> str | None:
     """The user id of a ``user:<id>`` scope, None for ``system``."""
     return scope.split(":", 1)[1] if scope.startswith("user:") else None

@@ -102,7 +102,7 @@ class LocalSteps:
 
 
 def loop_steps(repo: Repo, forge: Forge | None) -> LoopSteps:
-    return LocalSteps(repo) if forge is None or forge.kind == "local" else ForgeSteps(repo, forge)
+    return ForgeSteps(repo, forge) if forge is not None and forge.capabilities.pull_requests else LocalSteps(repo)
 
 
 def feedback_text(review: ReviewResult) -> str:

@@ -83,7 +83,9 @@ def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        typer.echo(f"kb {version('kb')}")
+        from kb import DISTRIBUTION
+
+        typer.echo(f"kb {version(DISTRIBUTION)}")
         raise typer.Exit(0)
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kb.cli.common import echo, open_repo, progress
-from kb.errors import EXIT_FINDINGS, UsageError
+from kb.errors import EXIT_FINDINGS
 
 if TYPE_CHECKING:
     from pipeline.review import ReviewResult
@@ -102,8 +102,6 @@ def run(evidence: EvidenceOpt = None, since: SinceOpt = None, no_index: NoIndexO
     from pipeline.forge.changes import make_forge
     from pipeline.loop import run_loop
 
-    if forge not in (None, "local", "github"):
-        raise UsageError(f"unknown forge {forge!r}", hint="use --forge local or --forge github")
     repo = open_repo()
     result = run_loop(repo, evidence or None, since, build_index=False, forge=make_forge(repo, forge))
     if result.proposal.head is None:

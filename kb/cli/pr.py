@@ -125,13 +125,23 @@ def sync(no_index: NoIndexOpt = False) -> None:
 @github_app.command("init")
 def github_init(
     force: Annotated[bool, typer.Option("--force", help="Overwrite workflow files that differ.")] = False,
+    kb_source: Annotated[
+        str | None, typer.Option("--kb-source", help="https URL of kb's git repository (default: where this kb came from).")
+    ] = None,
+    kb_commit: Annotated[
+        str | None, typer.Option("--kb-commit", help="Full commit SHA of kb the workflows install (default: this kb's).")
+    ] = None,
 ) -> None:
     """Write the GitHub Actions workflows (check, review, propose, index, consolidate) into .github/workflows/.
 
-    Example: kb github init
+    Every workflow installs kb built from its git repository at one commit (never a name from an
+    index): the commit this kb was installed from, or --kb-source and --kb-commit.
+    Example: kb github init --kb-source https://github.com/acme/kb --kb-commit 0123456789abcdef0123456789abcdef01234567
     """
-    from pipeline.forge.workflows import write_workflows
+    from pipeline.forge.workflows import choose_source, write_workflows
 
     repo = open_repo()
-    for path, action in write_workflows(repo.root, force=force):
+    source = choose_source(kb_source, kb_commit)
+    for path, action in write_workflows(repo.root, source, force=force):
         echo(f"{action} {Path(path).relative_to(repo.root)}")
+    echo(f"kb installed from {source.url} at {source.commit}")

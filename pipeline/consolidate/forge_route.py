@@ -30,10 +30,10 @@ class ForgeRoute:
 
     @classmethod
     def for_repo(cls, repo: Repo, forge: Forge | None = None) -> ForgeRoute | None:
-        """The route when the configured forge is GitHub; None for local merges."""
-        if repo.config.forge.kind != "github":
-            return None
+        """The route when the configured forge has pull requests; None for local merges."""
         forge = forge or make_forge(repo)
+        if not forge.capabilities.pull_requests:
+            return None
         return cls(repo, forge, make_remote(repo, forge))
 
     def sync(self) -> None:

@@ -3,22 +3,53 @@
 A *change* is a work branch offered for merging: on GitHub a pull request, locally the branch
 itself. The interface says nothing about HTTP, git or GitHub's JSON; ``pipeline.forge.github``
 translates, ``pipeline.forge.local`` keeps today's behaviour. Git pushes and fetches are not
-here (``pipeline.forge.remote``): a forge is the review and merge authority, not the transport.
+here (``pipeline.forge.remote``): a forge is the review and merge authority, not the transport;
+it only names the remote (``Forge.remote``).
+
+What a forge offers beyond the interface is a value, ``Capabilities``, never its name: the jobs
+ask ``forge.capabilities.labels``, not which forge it is, so a new forge is a module that says
+what it offers plus its line in the table of forges (``pipeline.forge.kinds``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import pygit2
 
 from pipeline.approval import ApprovalAuthority
+from pipeline.forge.remote import GitRemote
+
+if TYPE_CHECKING:
+    from kb.repo import Repo
 
 ChangeState = Literal["open", "closed", "merged"]
 ReviewState = Literal["APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"]
 StatusState = Literal["success", "failure", "pending", "error"]
+Role = Literal["proposer", "reviewer"]
 KB_LABEL = "kb"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a forge offers, which the change jobs ask instead of its name.
+
+    - ``pull_requests``: a change is a numbered request that outlives its branch (closed and merged
+      ones stay listed), so a change a person closed is never reopened, ``forge.max_open_prs``
+      counts the open ones, and ``kb run`` goes through it (``ForgeSteps``) instead of reviewing
+      and merging on this machine (``LocalSteps``);
+    - ``labels``: changes carry labels, and only those labelled ``kb`` are kb's (without labels,
+      every ``kb/`` branch is);
+    - ``required_checks``: the forge runs checks on a change's head, and a merge waits until
+      ``forge.required_checks`` are green there.
+    """
+
+    pull_requests: bool = False
+    labels: bool = False
+    required_checks: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,7 +139,12 @@ class ChecksState:
 class Forge(Protocol):
     """The narrow interface the change jobs use (``pipeline.forge.changes``)."""
 
-    kind: str
+    capabilities: Capabilities
+
+    def remote(self, root: Path, role: Role) -> GitRemote | None:
+        """Where work branches are pushed and the default branch is fetched from, as ``role``
+        (its token on the pushes); None when changes stay in this repository and merge here."""
+        ...
 
     def authority(self) -> ApprovalAuthority:
         """Who says a head may merge (the notes locally, the pull request's review on GitHub)."""
@@ -150,6 +186,14 @@ class Forge(Protocol):
 
     def merge(self, change: Change, expected_head: str, title: str, message: str) -> str:
         """Merge ``change`` only if its head is still ``expected_head``; the merge commit's id."""
+        ...
+
+
+class ForgeClass(Protocol):
+    """A kind of forge in the table (``pipeline.forge.kinds``): the class, made for a repository."""
+
+    def for_repo(self, repo: Repo, env: Mapping[str, str] | None) -> Forge:
+        """The forge of ``repo`` (its ``forge:`` config; tokens from ``env``, default the environment)."""
         ...
 
 

@@ -32,7 +32,7 @@ from agents.protocols import AgentIdentity
 from agents.schemas import Comment
 from ci.gate import run_gate
 from kb.clock import iso_utc, utc_now
-from kb.errors import ConfigError, ConflictError, ForgeError, GateError, MergeConflictError, NotFoundError, StaleApprovalError
+from kb.errors import ConflictError, ForgeError, GateError, MergeConflictError, NotFoundError, StaleApprovalError, UsageError
 from kb.repo import Repo
 from pipeline.approval import check_provenance
 from pipeline.forge.authority import record_in, record_marker, reviews_by
@@ -52,30 +52,20 @@ GATE_CONTEXT = "kb/gate"
 
 
 def make_forge(repo: Repo, kind: str | None = None, env: Mapping[str, str] | None = None) -> Forge:
-    """The forge ``kind`` names (default ``forge.kind`` of main's kb.config.yaml)."""
-    config = repo.config.forge
-    kind = kind or config.kind
-    if kind == "github":
-        if config.repository is None:
-            raise ConfigError(
-                "the GitHub forge needs forge.repository (owner/name) in kb.config.yaml",
-                hint="add a forge: section with kind: github and repository: owner/name (docs/github.md)",
-            )
-        from pipeline.forge.github import GitHubForge
+    """The forge ``kind`` names (default ``forge.kind`` of main's kb.config.yaml), from the table of
+    forges (``pipeline.forge.kinds``)."""
+    from pipeline.forge.kinds import FORGES
 
-        return GitHubForge(config, env)
-    from pipeline.forge.local import LocalForge
-
-    return LocalForge(repo)
+    name = kind or repo.config.forge.kind
+    forge_class = FORGES.get(name)
+    if forge_class is None:
+        raise UsageError(f"unknown forge {name!r}", hint=f"use one of: {', '.join(FORGES)} (e.g. --forge {next(iter(FORGES))})")
+    return forge_class.for_repo(repo, env)
 
 
 def make_remote(repo: Repo, forge: Forge, role: str = "proposer") -> GitRemote | None:
     """The git remote of a forge that has one (None locally); pushes carry the role's token."""
-    from pipeline.forge.github import GitHubForge
-
-    if not isinstance(forge, GitHubForge):
-        return None
-    return GitRemote(repo.root, repo.config.forge.remote, forge.token("proposer" if role == "proposer" else "reviewer"))
+    return forge.remote(repo.root, "proposer" if role == "proposer" else "reviewer")
 
 
 # ---- open --------------------------------------------------------------------------------
@@ -90,7 +80,7 @@ class OpenResult:
 
 
 def _kb_made(change: Change, forge: Forge) -> None:
-    if not change.branch.startswith(BRANCH_PREFIX) or (forge.kind != "local" and KB_LABEL not in change.labels):
+    if not change.branch.startswith(BRANCH_PREFIX) or (forge.capabilities.labels and KB_LABEL not in change.labels):
         raise ForgeError(
             f"{change.ref} ({change.branch}) was not made by kb: kb reviews and merges only its own pull requests",
             hint=f"kb pull requests come from {BRANCH_PREFIX}* branches with the `{KB_LABEL}` label (`kb pr open BRANCH`)",
@@ -125,7 +115,7 @@ def open_change(repo: Repo, branch: str, forge: Forge | None = None) -> OpenResu
     paths = changed_paths(base, head)
     pages = [p for p in paths if p.endswith(".md")]
     title, labels = title_for(branch, evidence, pages), labels_for(paths)
-    known = forge.find_changes(state="all") if forge.kind != "local" else []
+    known = forge.find_changes(state="all") if forge.capabilities.pull_requests else []
     _refuse_closed(known, branch, inputs_key(evidence))
     current = [c for c in known if c.branch == branch and c.state == "open"]
     if not current:
@@ -331,7 +321,7 @@ def _merge_record(repo: Repo, forge: Forge, change: Change, base: str, info: dic
 
 
 def required_checks(repo: Repo, forge: Forge) -> tuple[str, ...]:
-    return () if forge.kind == "local" else repo.config.forge.required_checks
+    return repo.config.forge.required_checks if forge.capabilities.required_checks else ()
 
 
 def merge_change(
@@ -345,7 +335,8 @@ def merge_change(
             f"{change.ref} moved to {change.head[:10]} after the review of {expected_head[:10]}: that approval is stale",
             hint=f"review the new head (`kb pr review {change.number}`), then merge",
         )
-    if forge.kind == "local":
+    remote = make_remote(repo, forge)
+    if remote is None:  # the change is a branch here: the local merge (its own checks and record)
         commit = forge.merge(change, change.head, "", "")
         return MergeOutcome(change, commit, _build(repo) if build_index else None)
     failing = forge.checks(change.head).missing_or_failing(required_checks(repo, forge))
@@ -354,8 +345,6 @@ def merge_change(
             f"the required checks are not green on {change.ref} at {change.head[:10]}: {', '.join(failing)}",
             hint=f"wait for CI, or fix the branch; `kb pr status {change.number}` shows the checks",
         )
-    remote = make_remote(repo, forge)
-    assert remote is not None
     sync_main(repo, remote, build=False)
     with repo.write_lock():
         _fetch_change(repo, remote, change)
@@ -418,7 +407,9 @@ def change_status(repo: Repo, change: Change, forge: Forge) -> ChangeStatus:
 
 def list_changes(repo: Repo, forge: Forge | None = None) -> list[ChangeStatus]:
     forge = forge or make_forge(repo)
-    changes = [c for c in forge.find_changes() if c.branch.startswith(BRANCH_PREFIX) and (forge.kind == "local" or KB_LABEL in c.labels)]
+    changes = [
+        c for c in forge.find_changes() if c.branch.startswith(BRANCH_PREFIX) and (not forge.capabilities.labels or KB_LABEL in c.labels)
+    ]
     return [change_status(repo, c, forge) for c in changes]
 
 

@@ -23,6 +23,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from kb.config import Forge as ForgeConfig
@@ -30,6 +31,7 @@ from kb.errors import ConfigError, ForgeError, KbError, StaleApprovalError
 from pipeline.approval import ApprovalAuthority
 from pipeline.forge.authority import ForgeAuthority
 from pipeline.forge.base import (
+    Capabilities,
     Change,
     ChecksState,
     ForgeReview,
@@ -37,17 +39,20 @@ from pipeline.forge.base import (
     ReviewState,
     ReviewSubmission,
     ReviewThread,
+    Role,
     StatusState,
     bare_login,
 )
+from pipeline.forge.remote import GitRemote
 
 if TYPE_CHECKING:
     from githubkit import GitHub
     from githubkit.exception import GitHubException
     from githubkit.typing import RetryOption
 
+    from kb.repo import Repo
+
 T = TypeVar("T")
-Role = Literal["proposer", "reviewer"]
 HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 HINTS = {
@@ -104,7 +109,7 @@ class RetryPolicy:
 
 
 class GitHubForge:
-    kind = "github"
+    capabilities = Capabilities(pull_requests=True, labels=True, required_checks=True)
 
     def __init__(
         self,
@@ -120,6 +125,19 @@ class GitHubForge:
         self.retry = RetryPolicy(config.max_retries, config.max_wait_s, base_delay_s)
         self.sleep = sleep
         self._clients: dict[Role, GitHub] = {}  # kept referenced: githubkit refuses a collected client
+
+    @classmethod
+    def for_repo(cls, repo: Repo, env: Mapping[str, str] | None) -> GitHubForge:
+        if repo.config.forge.repository is None:
+            raise ConfigError(
+                "the GitHub forge needs forge.repository (owner/name) in kb.config.yaml",
+                hint="add a forge: section with kind: github and repository: owner/name (docs/github.md)",
+            )
+        return cls(repo.config.forge, env)
+
+    def remote(self, root: Path, role: Role) -> GitRemote | None:
+        """The git remote ``forge.remote`` (``origin``), as ``git clone`` left it."""
+        return GitRemote(root, self.config.remote, self.token(role))
 
     # ---- plumbing ------------------------------------------------------------------------
 

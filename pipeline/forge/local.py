@@ -9,21 +9,26 @@ moved away from the head that was expected.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal
 
 from kb.errors import ConflictError, NotFoundError
 from kb.repo import Repo
 from pipeline.approval import ApprovalAuthority, NotesAuthority
 from pipeline.forge.base import (
+    Capabilities,
     Change,
     ChecksState,
     ForgeReview,
     Hunk,
     ReviewSubmission,
     ReviewThread,
+    Role,
     StatusState,
     branch_diff_hunks,
 )
+from pipeline.forge.remote import GitRemote
 from pipeline.records import reviews_of
 from pipeline.review import branch_base
 from pipeline.workspace import BRANCH_PREFIX
@@ -32,10 +37,20 @@ CHECKS_REF = "refs/notes/kb-checks"
 
 
 class LocalForge:
-    kind = "local"
+    capabilities = Capabilities()  # no numbered requests, no labels, no checks run by a service
 
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
+
+    @classmethod
+    def for_repo(cls, repo: Repo, env: Mapping[str, str] | None) -> LocalForge:
+        del env  # no tokens: nothing leaves this machine
+        return cls(repo)
+
+    def remote(self, root: Path, role: Role) -> GitRemote | None:
+        """None: the branch is the change, and it merges here."""
+        del root, role
+        return None
 
     def authority(self) -> ApprovalAuthority:
         return NotesAuthority()

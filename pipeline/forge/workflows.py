@@ -14,13 +14,25 @@
 Every job has least-privilege ``permissions:``, a concurrency group, actions pinned by commit SHA,
 and no ``${{ github.event.* }}`` inside ``run:`` (values reach scripts through ``env:``). The
 branch filters name the repository's ``forge.default_branch``.
+
+Each job installs exactly one kb: the distribution built from kb's git repository at a full commit
+SHA (``KbSource``: ``kb-git @ git+https://...@<40 hex>``), never a name from an index (``kb`` on
+PyPI is another project). ``kb github init`` pins the commit this kb was installed from (its
+``direct_url.json``: a git install names it, an editable install is a clone whose HEAD and
+``origin`` say it), or the one ``--kb-source``/``--kb-commit`` name.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from kb import DISTRIBUTION
+from kb.errors import UsageError
 from kb.repo import atomic_write
 
 # Each SHA is the commit its tag names in the action's repository (verified as docs/github.md,
@@ -37,14 +49,120 @@ TOKEN_PERMISSIONS = {
     "reviewer": {"contents": "write", "pull-requests": "write", "statuses": "write"},
 }
 
-_SETUP = f"""\
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+# An https URL of a git repository with nothing a shell, YAML or a PEP 508 reference would read
+# (no quotes, spaces, `@`, `#`, `$`): it is written into every workflow.
+SOURCE_RE = re.compile(r"^https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~-]+)+$")
+_SCP_RE = re.compile(r"^(?:ssh://)?git@([A-Za-z0-9.-]+)[:/](.+)$")
+
+
+@dataclass(frozen=True)
+class KbSource:
+    """The kb the workflows install: kb's git repository (https) at one full commit SHA."""
+
+    url: str
+    commit: str
+
+    @property
+    def requirement(self) -> str:
+        return f"{DISTRIBUTION} @ git+{self.url}@{self.commit}"
+
+
+def parse_source(url: str, commit: str) -> KbSource:
+    """A source from ``--kb-source`` and ``--kb-commit``; anything that could float or break the
+    workflows' text is a UsageError."""
+    commit = commit.strip().lower()
+    if not COMMIT_RE.match(commit):
+        raise UsageError(
+            f"--kb-commit {commit!r} is not a full commit SHA: a branch, tag or short id can move",
+            hint="give the 40 hex digits of the commit (`git rev-parse HEAD` in kb's repository)",
+        )
+    url = _https(url.strip()) or url
+    if not SOURCE_RE.match(url):
+        raise UsageError(
+            f"--kb-source {url!r} is not the https URL of a git repository",
+            hint="e.g. --kb-source https://github.com/OWNER/kb (no user, quotes, spaces, '@' or '#')",
+        )
+    return KbSource(url, commit)
+
+
+def _https(url: str) -> str | None:
+    """``url`` as https (an ``git@host:path`` or ``ssh://git@host/path`` remote is read as its https
+    twin), or None if it is neither."""
+    if url.startswith("https://"):
+        return url
+    scp = _SCP_RE.match(url)
+    return f"https://{scp.group(1)}/{scp.group(2)}" if scp else None
+
+
+def source_of_install(direct_url: Mapping[str, Any]) -> KbSource | None:
+    """Where an installed kb came from, by its PEP 610 ``direct_url.json``: a git install names the
+    commit; an install from a folder (editable or not) is pinned to the HEAD of the clone it is,
+    with the URL of its ``origin``. None when that does not say (an index, an archive, no remote)."""
+    url = str(direct_url.get("url", ""))
+    vcs = direct_url.get("vcs_info")
+    if isinstance(vcs, dict) and vcs.get("vcs") == "git":
+        https = _https(url)
+        commit = str(vcs.get("commit_id", ""))
+        return KbSource(https, commit) if https and SOURCE_RE.match(https) and COMMIT_RE.match(commit) else None
+    if "dir_info" in direct_url and url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return _source_of_clone(Path(unquote(urlparse(url).path)))
+    return None
+
+
+def _source_of_clone(folder: Path) -> KbSource | None:
+    import pygit2
+
+    found = pygit2.discover_repository(str(folder))
+    if found is None:
+        return None
+    clone = pygit2.Repository(found)
+    remote = next((r for r in clone.remotes if r.name == "origin"), None)
+    https = _https(remote.url or "") if remote is not None else None
+    if clone.head_is_unborn or https is None or not SOURCE_RE.match(https):
+        return None
+    return KbSource(https, str(clone.head.target))
+
+
+def installed_source() -> KbSource | None:
+    """``source_of_install`` of the kb that is running."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        text = distribution(DISTRIBUTION).read_text("direct_url.json")
+    except PackageNotFoundError:
+        return None
+    try:
+        data = json.loads(text or "")
+    except ValueError:
+        return None
+    return source_of_install(data) if isinstance(data, dict) else None
+
+
+def choose_source(url: str | None, commit: str | None) -> KbSource:
+    """The options where given, else where this kb was installed from."""
+    installed = installed_source() if url is None or commit is None else None
+    url = url or (installed.url if installed else None)
+    commit = commit or (installed.commit if installed else None)
+    if url is None or commit is None:
+        raise UsageError(
+            "cannot tell which commit of kb the workflows should install: this kb was not installed from a git clone with an https origin",
+            hint='pass --kb-source https://github.com/OWNER/kb --kb-commit <40 hex digits> (docs/github.md, "Which kb the workflows install")',
+        )
+    return parse_source(url, commit)
+
+
+def _setup(source: KbSource) -> str:
+    return f"""\
       - uses: {SETUP_PYTHON}
         with:
           python-version: "3.11"
-      - name: Install kb
+      - name: Install kb (pinned to one commit by kb github init)
         env:
-          KB_PACKAGE: ${{{{ vars.KB_PACKAGE || 'kb' }}}}
-        run: python -m pip install "$KB_PACKAGE"
+          KB_REQUIREMENT: {json.dumps(source.requirement)}
+        run: python -m pip install "$KB_REQUIREMENT" && kb --version
 """
 
 
@@ -78,7 +196,9 @@ _IDENTITY = """\
           git config user.email "kb@users.noreply.github.com"
 """
 
-CHECK = f"""\
+
+def _check(setup: str) -> str:
+    return f"""\
 # Written by `kb github init` (docs/github.md). Make "kb-check" a required status check.
 name: kb-check
 on:
@@ -95,13 +215,15 @@ jobs:
     permissions:
       contents: read
     steps:
-{_checkout()}{_SETUP}      - name: Checks and the grounding gate
+{_checkout()}{setup}      - name: Checks and the grounding gate
         env:
           KB_BASE: ${{{{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}}}
         run: kb check --gate --base "$KB_BASE" --format github
 """
 
-REVIEW = f"""\
+
+def _review(setup: str) -> str:
+    return f"""\
 # Written by `kb github init` (docs/github.md). Runs as the reviewer GitHub App, from the base branch.
 name: kb-review
 on:
@@ -119,7 +241,7 @@ jobs:
     permissions:
       contents: read
     steps:
-{_token("reviewer")}{_checkout(ref="${{ github.event.pull_request.base.ref }}")}{_SETUP}{_IDENTITY}      - name: Review
+{_token("reviewer")}{_checkout(ref="${{ github.event.pull_request.base.ref }}")}{setup}{_IDENTITY}      - name: Review
         env:
           KB_REVIEWER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
           KB_PROPOSER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
@@ -132,7 +254,7 @@ jobs:
 """
 
 
-def _propose(branches: str) -> str:
+def _propose(branches: str, setup: str) -> str:
     return f"""\
 # Written by `kb github init` (docs/github.md). Runs as the proposer GitHub App.
 name: kb-propose
@@ -152,7 +274,7 @@ jobs:
     permissions:
       contents: read
     steps:
-{_token("proposer")}{_checkout()}{_SETUP}{_IDENTITY}      - name: Propose and open pull requests
+{_token("proposer")}{_checkout()}{setup}{_IDENTITY}      - name: Propose and open pull requests
         env:
           KB_PROPOSER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
         run: |
@@ -163,7 +285,7 @@ jobs:
 """
 
 
-def _index(branches: str) -> str:
+def _index(branches: str, setup: str) -> str:
     return f"""\
 # Written by `kb github init` (docs/github.md). Rebuilds the index from the merged commit.
 name: kb-index
@@ -181,12 +303,13 @@ jobs:
     permissions:
       contents: read
     steps:
-{_checkout()}{_SETUP}      - name: Rebuild the index
+{_checkout()}{setup}      - name: Rebuild the index
         run: kb index build
 """
 
 
-CONSOLIDATE = f"""\
+def _consolidate(setup: str) -> str:
+    return f"""\
 # Written by `kb github init` (docs/github.md). The scheduled slot for consolidation jobs.
 name: kb-consolidate
 on:
@@ -205,7 +328,7 @@ jobs:
     permissions:
       contents: read
     steps:
-{_token("proposer")}{_token("reviewer", "reviewer-token")}{_checkout()}{_SETUP}{_IDENTITY}      - name: Consolidate when a threshold is passed
+{_token("proposer")}{_token("reviewer", "reviewer-token")}{_checkout()}{setup}{_IDENTITY}      - name: Consolidate when a threshold is passed
         env:
           KB_PROPOSER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
           KB_REVIEWER_TOKEN: ${{{{ steps.reviewer-token.outputs.token }}}}
@@ -214,6 +337,7 @@ jobs:
         # pushed to the default branch, which the proposer App must be allowed to do (docs/github.md)
         run: kb consolidate --if-needed --no-index
 """
+
 
 WORKFLOW_NAMES = ("kb-check.yml", "kb-review.yml", "kb-propose.yml", "kb-index.yml", "kb-consolidate.yml")
 
@@ -226,20 +350,21 @@ def branch_filter(branch: str) -> str:
     return json.dumps(branch)
 
 
-def render_workflows(default_branch: str) -> dict[str, str]:
-    """File name -> text of each workflow, with ``default_branch`` in the push filters."""
-    branches = branch_filter(default_branch)
-    texts = (CHECK, REVIEW, _propose(branches), _index(branches), CONSOLIDATE)
+def render_workflows(default_branch: str, source: KbSource) -> dict[str, str]:
+    """File name -> text of each workflow, with ``default_branch`` in the push filters and kb
+    installed from ``source``."""
+    branches, setup = branch_filter(default_branch), _setup(source)
+    texts = (_check(setup), _review(setup), _propose(branches, setup), _index(branches, setup), _consolidate(setup))
     return dict(zip(WORKFLOW_NAMES, texts, strict=True))
 
 
-def write_workflows(root: Path, force: bool = False) -> list[tuple[str, str]]:
-    """Write each workflow for the repository at ``root`` (its ``forge.default_branch``); one that
-    exists with other content is kept unless ``force``."""
+def write_workflows(root: Path, source: KbSource, force: bool = False) -> list[tuple[str, str]]:
+    """Write each workflow for the repository at ``root`` (its ``forge.default_branch``), installing
+    kb from ``source``; one that exists with other content is kept unless ``force``."""
     from kb.config import load_config
     from kb.errors import ConflictError
 
-    workflows = render_workflows(load_config(root).forge.default_branch)
+    workflows = render_workflows(load_config(root).forge.default_branch, source)
     folder = root / ".github" / "workflows"
     folder.mkdir(parents=True, exist_ok=True)
     plan = []

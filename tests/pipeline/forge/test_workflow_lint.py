@@ -5,6 +5,7 @@ fails the test, because a skipped lint would let a broken workflow through."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -40,7 +41,16 @@ def workflow_files(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     cwd, code = Path.cwd(), 0
     os.chdir(root)
     try:
-        main(["github", "init"])
+        main(
+            [
+                "github",
+                "init",
+                "--kb-source",
+                "https://github.com/acme/kb-source",
+                "--kb-commit",
+                "0123456789abcdef0123456789abcdef01234567",
+            ]
+        )
     except SystemExit as exc:
         code = int(exc.code or 0)
     finally:
@@ -90,3 +100,17 @@ def test_the_generated_workflows_pass_the_linter_that_rejects_a_broken_one(workf
         assert lint(name, [str(broken)]).returncode != 0
     finally:
         broken.unlink()
+
+
+def test_the_auditor_persona_finds_only_the_finding_docs_github_md_justifies(workflow_files: list[str]) -> None:
+    """zizmor's pedantic `auditor` persona: `secrets-outside-env` (the App keys are repository
+    secrets, not a deployment environment's) is the one finding, justified in docs/github.md."""
+    run = subprocess.run(
+        [tool("zizmor"), "--offline", "--no-progress", "--persona", "auditor", "--format", "json", *workflow_files],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    findings = json.loads(run.stdout)
+    assert findings and {f["ident"] for f in findings} == {"secrets-outside-env"}, run.stdout

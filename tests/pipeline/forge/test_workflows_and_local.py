@@ -16,12 +16,14 @@ from kb.errors import ConfigError
 from kb.repo import Repo
 from pipeline.forge.changes import list_changes, merge_change, open_change, review_change
 from pipeline.forge.local import LocalForge
-from pipeline.forge.workflows import TOKEN_PERMISSIONS, WORKFLOW_NAMES, branch_filter, render_workflows
+from pipeline.forge.workflows import TOKEN_PERMISSIONS, WORKFLOW_NAMES, KbSource, branch_filter, render_workflows
 from pipeline.propose import propose
 from pipeline.records import parse_trailers
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]
+SOURCE = KbSource("https://github.com/acme/kb-source", "0123456789abcdef0123456789abcdef01234567")
+PIN = ("--kb-source", SOURCE.url, "--kb-commit", SOURCE.commit)
 
 
 def _load(root: Path, name: str) -> dict[str, Any]:
@@ -32,7 +34,7 @@ def _load(root: Path, name: str) -> dict[str, Any]:
 
 def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[Repo, dict[str, str]], cli: Cli) -> None:
     repo, _ = sample_repo
-    result = cli("github", "init", cwd=repo.root)
+    result = cli("github", "init", *PIN, cwd=repo.root)
     assert result.code == 0 and result.out.count("wrote .github/workflows/") == len(WORKFLOW_NAMES)
     check, review = _load(repo.root, "kb-check.yml"), _load(repo.root, "kb-review.yml")
     # The required check runs on every pull request and merge-queue entry, unfiltered, and can be
@@ -83,12 +85,12 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
         "${{ vars.KB_REVIEWER_APP_CLIENT_ID }}",
     ]  # batches are PRs reviewed by the other App
     assert consolidate[-1]["run"].strip() == "kb consolidate --if-needed --no-index"
-    text = "".join(render_workflows("main").values())
+    text = "".join(render_workflows("main", SOURCE).values())
     assert re.findall(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+\n", text) and not re.search(r"uses: \S+@(?![0-9a-f]{40} # v)", text)
-    again = cli("github", "init")
+    again = cli("github", "init", *PIN)
     assert again.code == 0 and again.out.count("unchanged") == len(WORKFLOW_NAMES)
     (repo.root / ".github/workflows/kb-check.yml").write_text("name: mine\n")
-    assert cli("github", "init").code == 8
+    assert cli("github", "init", *PIN).code == 8
     assert (repo.root / ".github/workflows/kb-check.yml").read_text() == "name: mine\n"
 
 
@@ -96,7 +98,7 @@ def test_the_workflows_filter_on_the_configured_default_branch(sample_repo: tupl
     repo, _ = sample_repo
     config = repo.root / "kb.config.yaml"
     config.write_text(config.read_text(encoding="utf-8") + "forge:\n  default_branch: trunk\n", encoding="utf-8")
-    assert cli("github", "init", cwd=repo.root).code == 0
+    assert cli("github", "init", *PIN, cwd=repo.root).code == 0
     assert _load(repo.root, "kb-propose.yml")["on"]["push"] == {"branches": ["trunk"], "paths": ["evidence/**"]}
     assert _load(repo.root, "kb-index.yml")["on"] == {"push": {"branches": ["trunk"]}}
     assert "main" not in "".join(p.read_text() for p in (repo.root / ".github/workflows").iterdir())
@@ -104,8 +106,8 @@ def test_the_workflows_filter_on_the_configured_default_branch(sample_repo: tupl
     assert _load(repo.root, "kb-check.yml")["on"] == {"pull_request": None, "merge_group": None}
     # a later change of the default branch is a change of the files, kept unless --force
     config.write_text(config.read_text(encoding="utf-8").replace("trunk", "release"), encoding="utf-8")
-    assert cli("github", "init").code == 8
-    assert cli("github", "init", "--force").out.count("wrote") == 2
+    assert cli("github", "init", *PIN).code == 8
+    assert cli("github", "init", *PIN, "--force").out.count("wrote") == 2
     assert _load(repo.root, "kb-index.yml")["on"] == {"push": {"branches": ["release"]}}
     # filter pattern characters a branch name may hold match themselves
     assert yaml.safe_load(f"[{branch_filter('c++!')}]") == ["c\\+\\+\\!"]
