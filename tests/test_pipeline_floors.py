@@ -25,7 +25,7 @@ STEPS = frozenset(
         "forget",  # rewriting history without forgotten items; retention (a flow) calls it
     }
 )
-FLOWS = frozenset({"loop", "memory", "retention", "consolidate", "forge", "eval"})
+FLOWS = frozenset({"loop", "memory", "retention", "consolidate", "forge", "eval", "mcp"})
 
 
 def module_name(path: Path, root: Path) -> str:
