@@ -11,7 +11,7 @@ from ci.findings import Finding
 from ci.selection import Selection
 from ci.snapshot import Snapshot
 from kb.errors import FormatError
-from kb.evidence import EVIDENCE_DIR, LEDGER_PATH, parse_ledger, verify_chain
+from kb.evidence import EVIDENCE_DIR, LEDGER_PATH, ledger_lines, parse_ledger, verify_chain
 
 RESTORE = "evidence is append-only: restore it with `git checkout <base> -- evidence`"
 
@@ -65,8 +65,8 @@ def check_against_base(snapshot: Snapshot, base: pygit2.Commit, repo_git: pygit2
         base_text = ""
     ledger_file = snapshot.root / LEDGER_PATH
     current_text = ledger_file.read_text(encoding="utf-8") if ledger_file.exists() else ""
-    base_lines = base_text.splitlines(keepends=True)
-    current_lines = current_text.splitlines(keepends=True)
+    base_lines = ledger_lines(base_text)
+    current_lines = ledger_lines(current_text)
     for n, line in enumerate(base_lines, 1):
         if n > len(current_lines):
             out.append(Finding(LEDGER_PATH, n, "evidence.rewritten", f"ledger line {n} of the base was removed", hint=RESTORE))
@@ -95,10 +95,11 @@ def check_against_base(snapshot: Snapshot, base: pygit2.Commit, repo_git: pygit2
 
 
 def _first_diff_line(a: bytes, b: bytes) -> int:
-    for n, (x, y) in enumerate(zip(a.splitlines(), b.splitlines(), strict=False), 1):
+    a_lines, b_lines = a.split(b"\n"), b.split(b"\n")
+    for n, (x, y) in enumerate(zip(a_lines, b_lines, strict=False), 1):
         if x != y:
             return n
-    return min(len(a.splitlines()), len(b.splitlines())) + 1
+    return min(len(a_lines), len(b_lines)) + 1
 
 
 def check(snapshot: Snapshot, selection: Selection, repo_git: pygit2.Repository | None = None) -> list[Finding]:

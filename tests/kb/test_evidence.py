@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,22 @@ def test_unrecorded_evidence_file_is_reported(tmp_path: Path) -> None:
     repo, _ = make_sample_repo(tmp_path / "r")
     (repo.root / "evidence" / "sneaky.md").write_text("not via kb\n")
     assert "evidence.unrecorded" in {f.rule for f in run_checks(repo).errors}
+
+
+def test_ledger_lines_against_base_are_counted_at_newlines_only(tmp_path: Path) -> None:
+    """An old kb wrote a source holding U+2028 raw into the ledger: the comparison with the base
+    counts that entry as one line, so a rewrite of the entry after it is reported at its own line."""
+    repo, _ids = make_sample_repo(tmp_path / "r")
+    ledger = repo.root / evidence.LEDGER_PATH
+    lines = ledger.read_text(encoding="utf-8").split("\n")
+    old = json.loads(lines[0])
+    old.pop("hash")
+    entry = evidence.LedgerEntry(**(old | {"source": "meeting\u2028notes\x85old.md"}))
+    first = json.dumps(entry.payload() | {"hash": entry.compute_hash()}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    ledger.write_text("\n".join([first, *lines[1:]]), encoding="utf-8")
+    subprocess.run(["git", "-C", str(repo.root), "commit", "-qam", "an old kb's ledger line"], check=True)
+    rewritten = ledger.read_text(encoding="utf-8").split("\n")
+    rewritten[1] = rewritten[1].replace('"source":"', '"source":"x')
+    ledger.write_text("\n".join(rewritten), encoding="utf-8")
+    rewrites = {f.line for f in run_checks(repo, base="HEAD").errors if f.rule == "evidence.rewritten"}
+    assert rewrites == {2}
