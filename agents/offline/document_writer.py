@@ -42,6 +42,7 @@ from agents.offline.extractive import Withheld, keep_all
 from agents.offline.markup import list_table, plain_text, rst_inline
 from agents.offline.memory_page import GENERATED_TAG
 from agents.protocols import EvidenceItem
+from ci.rules.page_grounding import summary_problems
 from ci.snapshot import normalise_quote
 from kb.citations import all_labels, cited_evidence, strip_refs
 from kb.injection import unsafe_statement
@@ -385,7 +386,21 @@ def render_document(doc: Document, linker: Linker, existing: str | None, withhel
     meta["sources"] = sources
     meta["origin"] = doc.source or doc.item.id
     meta["tags"] = [GENERATED_TAG, "document"]
-    return render_page(meta, text), citer.new, closed
+    page = render_page(meta, text)
+    if summary_problems(parse_page(page, doc.path)):  # names of the title or headings no claim states
+        meta["summary"] = _first_sentence(renderer.lead) or meta["summary"]
+        page = render_page(meta, text)
+    return page, citer.new, closed
+
+
+def _first_sentence(lead: list[str]) -> str:
+    """The first sentence of the page however it reads: an L0 every name of which a claim states."""
+    texts = [plain_text(strip_refs(claim)).strip() for claim in lead]
+    text = next((t for t in texts if t), "")
+    if not text:
+        return ""
+    text = re.sub(r"[:;,]\s*$", ".", text)
+    return _fit(text if re.search(r"[.!?。！？]$", text) else text + ".", 90)
 
 
 def _close_missing(citer: Citer, history: list[str], date: str, linker: Linker) -> tuple[list[str], int]:
