@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import stat
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -30,6 +31,12 @@ KINDS = EVIDENCE_KINDS  # the kinds of evidence (defined with the config, which 
 # and the documents converted to text (PDF, HTML).
 DEFAULT_GLOBS = ("*.md", "*.markdown", "*.txt", "*.rst", "*.json", "*.jsonl", "*.html", "*.htm", "*.pdf")
 CONVERTED = (".pdf", ".html", ".htm")
+# a snippet include in Markdown: mdx_include {!file!}, FastAPI/Typer {* file hl[3] *}, pymdownx
+# --8<-- "file" (a file a line between two --8<-- lines is the block form)
+INCLUDE_RE = re.compile(r'^\s*(?:\{!\s*([^!{}]+?)\s*!\}|\{\*\s*(\S+)[^*{}]*\*\}|-{1,3}8<-{1,3}\s+"([^"]+)")\s*$')
+SNIPPET_BLOCK_RE = re.compile(r"^\s*-{1,3}8<-{1,3}\s*$")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+MAX_INCLUDED = 2000  # files a folder's documents may bring in by including them
 MAX_INPUT_BYTES = 64 * 1024 * 1024  # one input file: a document or a conversation export
 MAX_JSON_DEPTH = 100  # conversations and tool output nest a few levels, not hundreds
 
@@ -91,13 +98,63 @@ def expand_inputs(paths: Iterable[Path], globs: Collection[str] = DEFAULT_GLOBS,
         )
         if not found:
             raise UsageError(f"{path}: no files matching {' '.join(globs)} in this folder", hint="choose the files with --glob PATTERN")
-        out.extend((file, clean_label(file.relative_to(path).as_posix())) for file in found)
+        found += [file for file in included_files(path, found) if file not in found]
+        out.extend((file, clean_label(file.relative_to(path).as_posix())) for file in sorted(found))
     if label is None:
         return out
     label = clean_label(label)
     if len(out) == 1 and not any(p.is_dir() for p in paths):
         return [(out[0][0], label)]
     return [(file, f"{label.rstrip('/')}/{name}") for file, name in out]
+
+
+def include_names(text: str) -> list[str]:
+    """The files a Markdown text includes (snippet lines outside nothing: a code fence that shows
+    an include line is rare enough to be read as one), each without a ``:3:5`` line range."""
+    names: list[str] = []
+    block = False
+    for line in text.splitlines():
+        if SNIPPET_BLOCK_RE.match(line):
+            block = not block
+            continue
+        m = INCLUDE_RE.match(line)
+        name = next((g for g in m.groups() if g), "") if m else (line.strip().strip("\"'") if block and line.strip() else "")
+        name = re.sub(r":\d+(?::\d+)?$", "", name.strip())
+        if name and not name.startswith(";") and "://" not in name:
+            names.append(name)
+    return names
+
+
+def included_files(root: Path, files: Iterable[Path]) -> list[Path]:
+    """The files below ``root`` that its Markdown ``files`` include (``kb evidence add docs/``
+    brings in the code a page shows with ``--8<-- "x.py"``), read from each file's folder, then
+    from each folder above it up to ``root``, the nearest first. Nothing outside ``root``, no
+    hidden file, at most ``MAX_INCLUDED``."""
+    base = root.resolve()
+    out: list[Path] = []
+    for file in files:
+        if file.suffix.lower() not in MARKDOWN_SUFFIXES:
+            continue
+        try:
+            text = read_input(file).decode("utf-8", errors="replace")
+        except (UsageError, FormatError):
+            continue
+        for name in include_names(text):
+            folder = file.parent
+            while True:
+                candidate = (folder / name.lstrip("/")).resolve()
+                inside = candidate.is_relative_to(base) and not any(p.startswith(".") for p in candidate.relative_to(base).parts)
+                if inside and candidate.is_file() and not candidate.is_symlink():
+                    found = root / candidate.relative_to(base)
+                    if found not in out:
+                        out.append(found)
+                    break
+                if folder.resolve() == base or folder == folder.parent:
+                    break
+                folder = folder.parent
+        if len(out) >= MAX_INCLUDED:
+            break
+    return out[:MAX_INCLUDED]
 
 
 def convert_document(data: bytes, name: str) -> str:

@@ -8,7 +8,16 @@ import posixpath
 import re
 
 from agents.offline.document_reader import DOC_EXTENSIONS, Document
-from agents.offline.markup import EXPLICIT_TITLE_RE, INLINE_LINK_RE, REF_LINK_RE, fold_label, html_inline, plain_text, role_text
+from agents.offline.markup import (
+    ATTR_LIST_RE,
+    EXPLICIT_TITLE_RE,
+    INLINE_LINK_RE,
+    REF_LINK_RE,
+    fold_label,
+    html_inline,
+    plain_text,
+    role_text,
+)
 from kb.markdown import CODESPAN_RE, slugify
 
 # MyST roles ({func}`echo`, {ref}`text <label>`), matched with the code spans so that a code span
@@ -115,6 +124,7 @@ class Linker:
                 return m.group(0)
             return f"[{m.group(1)}]({url})"
 
+        text = ATTR_LIST_RE.sub("", text)  # code spans are hidden: `{.x}` in code stays
         text = REF_LINK_RE.sub(ref_link, text)
         text = SHORTCUT_LINK_RE.sub(shortcut, text)
         text = html_inline(text)

@@ -10,7 +10,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents.offline.document_links import Linker
-from agents.offline.document_reader import Document, file_title, page_path_for, read_document, source_path
+from agents.offline.document_reader import (
+    Document,
+    file_title,
+    include_targets,
+    is_code_source,
+    page_path_for,
+    read_blocks,
+    read_document,
+    resolve_include,
+    source_path,
+)
 from agents.offline.document_writer import page_anchors, render_document
 from agents.offline.extractive import Withheld, keep_all
 from agents.offline.indexes import new_index, upsert_index_entry
@@ -68,12 +78,17 @@ def plan_document_pages(items: list[EvidenceItem], read: ReadPage, writes: dict[
     def current(path: str) -> str | None:
         return writes[path] if path in writes else read(path)
 
+    files = {source_path(item.source) or item.id: item for item in items}
+    included = _included(items, files)
     taken: dict[str, str] = {}
     docs: list[Document] = []
     for item in items:
+        if item.id in included:  # a program a document includes: on that document's page
+            continue
         path = place(item, current, taken)
         taken[path] = source_path(item.source) or item.id
         docs.append(read_document(item, path))
+        docs[-1].files = files
     # the anchors of every page first (links to them keep only anchors that exist)
     targets = _Targets(current)
     for doc in docs:
@@ -90,6 +105,20 @@ def plan_document_pages(items: list[EvidenceItem], read: ReadPage, writes: dict[
         closed += shut
         _list_in_indexes(doc.path, parse_page(text, doc.path).summary, current, writes)
     return DocumentPlan(writes, claims, closed)
+
+
+def _included(items: list[EvidenceItem], files: dict[str, EvidenceItem]) -> set[str]:
+    """The ids of the programs (not prose) that a Markdown document of the batch includes."""
+    out: set[str] = set()
+    for item in items:
+        if is_code_source(item.source):
+            continue
+        source = source_path(item.source) or item.id
+        for target in include_targets(read_blocks(list(enumerate(item.text.splitlines(), 1)))):
+            found = resolve_include(source, target, files)
+            if found is not None and is_code_source(found.source) and found.id != item.id:
+                out.add(found.id)
+    return out
 
 
 class _Targets(dict[str, tuple[str, set[str]]]):

@@ -13,6 +13,7 @@ never a heading.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.offline.markup import fold_label, plain_text
 from agents.protocols import EvidenceItem
+from kb.intake import INCLUDE_RE, SNIPPET_BLOCK_RE
 from kb.markdown import slugify
 from kb.yamltext import YamlProblem, load_yaml
 
@@ -63,13 +65,16 @@ ADMONITIONS = {
 }
 
 FENCE_RE = re.compile(r"^(\s{0,3})(`{3,}|~{3,})\s*([^`\s]*)(.*)$")
-ADMONITION_RE = re.compile(r'^(?:!!!|\?\?\?\+?)\s*([\w-]+)?(?:\s+"([^"]*)")?\s*$')
+ADMONITION_RE = re.compile(r'^(?:!!!|\?\?\?\+?)\s*([\w-]+)?(?:\s+[\w-]+)*(?:\s+"([^"]*)")?\s*$')  # !!! note inline end "Title"
+# pymdownx blocks: /// name | title, options indented below, closed by the same run of slashes
+BLOCKS_OPEN_RE = re.compile(r"^(/{3,})\s*([\w-]+)\s*(?:\|\s*(.*?))?\s*$")
+BLOCKS_OPTION_RE = re.compile(r"^\s+[\w-]+:")
 TAB_RE = re.compile(r'^===\+?\s+"([^"]*)"\s*$')
 COLON_OPEN_RE = re.compile(r"^(:{3,})\s*\{?([\w.-]+)\}?\s*(.*)$")
 COLON_CLOSE_RE = re.compile(r"^:{3,}\s*$")
 MYST_RE = re.compile(r"^(`{3,}|~{3,})\{([\w-]+)\}\s*(.*)$")
 REST_RE = re.compile(r"^\.\.\s+([\w:-]+)::\s*(.*)$")
-DROP_LINE_RE = re.compile(r"^\s*(?:\{%.*%\}|\{#.*#\}|\[TOC\]|--8<--.*|<!--.*-->|\([^()\s]+\)=|\{[.#][^{}]*\})\s*$")
+DROP_LINE_RE = re.compile(r"^\s*(?:\{%.*%\}|\{#.*#\}|\[TOC\]|<!--.*-->|\([^()\s]+\)=|\{:?\s*[.#][^{}]*\})\s*$")
 MYST_TARGET_RE = re.compile(r"^\s*\(([^()\s]+)\)=\s*$")  # (label)= before a heading: a {ref} target
 # directives whose body is code, and the language it is in
 CODE_DIRECTIVES = {
@@ -140,6 +145,7 @@ class Document:
     references: dict[str, str]  # link reference definitions: label (folded) -> href
     anchors: set[str] = field(default_factory=set)  # anchors the rendered page will have
     labels: dict[str, str] = field(default_factory=dict)  # MyST (label)= target -> heading it names ("" = the page)
+    files: dict[str, EvidenceItem] = field(default_factory=dict)  # the documents added with it, by source path
 
 
 @lru_cache(maxsize=1)
@@ -233,6 +239,14 @@ def _construct(lines: list[tuple[int, str]], i: int) -> tuple[Block | None, int]
     number, text = lines[i]
     if DROP_LINE_RE.match(text):
         return None, i + 1
+    m = INCLUDE_RE.match(text)
+    if m:
+        return Block("include", lines[i : i + 1], text=next(g for g in m.groups() if g).strip()), i + 1
+    if SNIPPET_BLOCK_RE.match(text):
+        return _snippet_block(lines, i)
+    m = BLOCKS_OPEN_RE.match(text)
+    if m:
+        return _slash_block(lines, i, m)
     m = ADMONITION_RE.match(text)
     if m and text[:3] in ("!!!", "???"):
         end = _indented_body(lines, i + 1, 4)
@@ -264,6 +278,50 @@ def _construct(lines: list[tuple[int, str]], i: int) -> tuple[Block | None, int]
     if m:
         return _rest(lines, i, m)
     return None
+
+
+def _slash_block(lines: list[tuple[int, str]], i: int, m: re.Match[str]) -> tuple[Block | None, int]:
+    """A pymdownx block: ``/// tip | Title``, its indented options (``type: warning``), its
+    content, and the closing line of the same slashes (kept in the block). An admonition, a
+    ``details`` or a ``tab`` is a labelled block; ``html`` and any other block its content."""
+    slashes, name = m.group(1), m.group(2).lower()
+    depth, j, fence = 1, i + 1, None
+    while j < len(lines):
+        text = lines[j][1]
+        f = FENCE_RE.match(text)
+        if f and (fence is None or f.group(2)[0] == fence[0]):
+            fence = f.group(2) if fence is None else None
+        elif fence is None and text.strip() == slashes:
+            depth -= 1
+            if depth == 0:
+                break
+        elif fence is None and (o := BLOCKS_OPEN_RE.match(text)) and o.group(1) == slashes:
+            depth += 1
+        j += 1
+    start = i + 1
+    options: dict[str, str] = {}
+    while start < min(j, len(lines)) and BLOCKS_OPTION_RE.match(lines[start][1]):
+        key, _, value = lines[start][1].strip().partition(":")
+        options[key] = value.strip()
+        start += 1
+    children = read_blocks(lines[start:j])
+    end = min(j + 1, len(lines))
+    title = plain_text(m.group(3) or "").strip().strip("\"'")
+    kind = options.get("type", "").lower() if name in ("admonition", "details") else name
+    if name in ADMONITIONS or name in ("tab", "details") or kind in ADMONITIONS:
+        label = title or (kind or name).title()
+        return (Block("admonition", lines[i:end], text=label, children=children) if children else None), end
+    return (Block("group", lines[i:end], children=children) if children else None), end
+
+
+def _snippet_block(lines: list[tuple[int, str]], i: int) -> tuple[Block | None, int]:
+    """A pymdownx snippets block: ``--8<--``, one file a line, ``--8<--``; each file an include."""
+    close = next((j for j in range(i + 1, len(lines)) if SNIPPET_BLOCK_RE.match(lines[j][1])), None)
+    if close is None:
+        return None, i + 1
+    names = [(n, t.strip().strip("\"'")) for n, t in lines[i + 1 : close] if t.strip() and not t.strip().startswith(";")]
+    blocks = [Block("include", [(n, t)], text=t) for n, t in names]
+    return Block("group", lines[i : close + 1], children=blocks), close + 1
 
 
 def _myst(lines: list[tuple[int, str]], i: int, m: re.Match[str]) -> tuple[Block | None, int]:
@@ -470,9 +528,67 @@ def file_title(source: str) -> str:
     return (words[:1].upper() + words[1:]) if words else "Document"
 
 
+# ---- files a document includes ----------------------------------------------------------------
+
+CODE_LANGUAGES = {
+    ".py": "python", ".js": "javascript", ".ts": "typescript", ".sh": "bash", ".toml": "toml", ".yml": "yaml",
+    ".yaml": "yaml", ".json": "json", ".html": "html", ".css": "css", ".go": "go", ".rs": "rust", ".java": "java",
+    ".c": "c", ".h": "c", ".cpp": "cpp", ".rb": "ruby", ".sql": "sql", ".ini": "ini", ".cfg": "ini", ".console": "console",
+}  # fmt: skip
+
+
+def is_code_source(source: str) -> bool:
+    """A source that is a program or a configuration file, not prose: it is one code block."""
+    return posixpath.splitext(source_path(source).lower())[1] in CODE_LANGUAGES
+
+
+def code_language(source: str) -> str:
+    return CODE_LANGUAGES.get(posixpath.splitext(source_path(source).lower())[1], "")
+
+
+def split_range(target: str) -> tuple[str, int, int | None]:
+    """An include's file and line range: ``x.py:3:5`` (pymdownx snippets) -> (x.py, 3, 5)."""
+    m = re.match(r"^(.*?):(\d+)(?::(\d+))?$", target)
+    if not m:
+        return target, 1, None
+    return m.group(1), max(1, int(m.group(2))), int(m.group(3)) if m.group(3) else None
+
+
+def include_targets(blocks: list[Block]) -> list[str]:
+    """The files the blocks include, in order (nested blocks included)."""
+    out: list[str] = []
+    for block in blocks:
+        if block.kind == "include":
+            out.append(split_range(block.text)[0])
+        out += include_targets(block.children)
+    return out
+
+
+def resolve_include(source: str, target: str, files: dict[str, EvidenceItem]) -> EvidenceItem | None:
+    """The document added with ``source`` that an include names: the target read from the
+    including file's folder, then from each folder above it (snippet tools resolve against the
+    docs folder or the project root), the nearest first; None when none was added."""
+    target = target.strip().strip("\"'").replace("\\", "/")
+    if not target or "://" in target:
+        return None
+    folder = posixpath.dirname(source)
+    while True:
+        candidate = posixpath.normpath(posixpath.join(folder, target.lstrip("/")))
+        if candidate in files and not candidate.startswith("../"):
+            return files[candidate]
+        if not folder:
+            return None
+        folder = posixpath.dirname(folder)
+
+
 def read_document(item: EvidenceItem, path: str) -> Document:
-    """Parse one stored document: title, blocks, link references."""
+    """Parse one stored document: title, blocks, link references. A program (``x.py``) is one
+    code block under its file's name."""
     raw = item.text.splitlines()
+    if is_code_source(item.source):
+        code = trim_lines(list(enumerate(raw, 1)))
+        blocks = [Block("code", code, text=code_language(item.source))] if code else []
+        return Document(item, source_path(item.source), path, source_path(item.source).rsplit("/", 1)[-1] or item.id, blocks, {})
     meta, skip = _front_matter(raw)
     numbered = [(n, "" if n <= skip else text) for n, text in enumerate(raw, 1)]
     blocks = read_blocks(numbered)

@@ -25,11 +25,24 @@ import re
 from typing import Any
 
 from agents.offline.document_links import Linker
-from agents.offline.document_reader import FENCE_RE, MYST_RE, Block, Document, trim_lines
+from agents.offline.document_reader import (
+    FENCE_RE,
+    MYST_RE,
+    Block,
+    Document,
+    code_language,
+    is_code_source,
+    read_blocks,
+    resolve_include,
+    source_path,
+    split_range,
+    trim_lines,
+)
 from agents.offline.extractive import Withheld, keep_all
 from agents.offline.markup import list_table, plain_text, rst_inline
 from agents.offline.memory_page import GENERATED_TAG
 from agents.protocols import EvidenceItem
+from ci.rules.page_grounding import summary_problems
 from ci.snapshot import normalise_quote
 from kb.citations import all_labels, cited_evidence, strip_refs
 from kb.injection import unsafe_statement
@@ -40,6 +53,7 @@ from kb.tokens import count_tokens
 OVERVIEW = "Overview"
 REMOVED = "Removed in later versions"
 LEAD_SENTENCES = 3
+SUMMARY_POOL = 8  # the first sentences outside asides that may be the L0
 OVERVIEW_TOKENS = 1500  # of the 2,000-token L1 budget
 INTRO_IN_OVERVIEW_TOKENS = 900
 WORDS_RE = re.compile(r"[^\W\d_]{2,}")
@@ -65,22 +79,22 @@ class Citer:
         self.used: dict[str, str] = {}  # label -> citation line
         self.new = 0
         self._next = 1 + max((int(label) for label in taken if label.isdigit()), default=0)
-        self._by_quote: dict[tuple[str, int, int], str] = {}
+        self._by_quote: dict[tuple[str, str, int, int], str] = {}
 
     def cite(self, quote: str, start: int, end: int) -> str:
         key = normalise_quote(quote)
-        known = self._by_quote.get((key, start, end))
+        known = self._by_quote.get((self.item.id, key, start, end))
         if known is not None:
             return known
         olds = self.previous.get(key)
         if olds:
             label, line = olds.pop(0)
             self.used[label] = line
-            self._by_quote[(key, start, end)] = label
+            self._by_quote[(self.item.id, key, start, end)] = label
             return label
         label = str(self._next)
         self._next += 1
-        self._by_quote[(key, start, end)] = label
+        self._by_quote[(self.item.id, key, start, end)] = label
         self.used[label] = format_citation(label, self.item.id, start, end, quote)
         self.new += 1
         return label
@@ -162,6 +176,9 @@ class Renderer:
         self.linker = linker
         self.citer = citer
         self.lead: list[str] = []  # the first sentences, with their references
+        self.pool: list[str] = []  # sentences outside asides (admonitions, included files): L0 candidates
+        self.aside = 0  # how deep inside admonitions and included files the renderer is
+        self.including: list[EvidenceItem] = [doc.item]  # the document, then any file it includes
 
     def left_out(self, text: str) -> bool:
         """Text no claim may hold: an instruction addressed to a model or a request to disclose
@@ -185,6 +202,8 @@ class Renderer:
             parts.append(claim)
             if len(self.lead) < LEAD_SENTENCES:
                 self.lead.append(claim)
+            if not self.aside and len(self.pool) < SUMMARY_POOL:
+                self.pool.append(claim)
         return [" ".join(parts)] if parts else []
 
     def block(self, block: Block) -> list[str]:
@@ -268,15 +287,43 @@ class Renderer:
             return self.html(block)
         if block.kind == "api":
             return [f"_API reference: `{block.text}`_"] if block.text else []
-        if block.kind == "include":  # another file's text: what the document points to, not what it says
-            return [f"_Included from `{block.text}`, a file outside the document._"]
+        if block.kind == "include":
+            return self.include(block)
         if block.kind == "admonition":
-            inner = self.blocks(block.children)
+            self.aside += 1
+            try:
+                inner = self.blocks(block.children)
+            finally:
+                self.aside -= 1
             if not inner:
                 return []
             head = [f"> **{plain_text(block.text)}**", ">"] if plain_text(block.text) else []
             return head + [f"> {line}" if line else ">" for line in inner]
         return self.block(block)
+
+    def include(self, block: Block) -> list[str]:
+        """A file the document includes (a snippet): its content, cited from its own evidence,
+        when it was added with the documents (a code file one code block, a Markdown file its
+        blocks); else a line saying that it was not included."""
+        current = self.including[-1]
+        target, first, last = split_range(block.text)
+        found = resolve_include(source_path(current.source), target, self.doc.files)
+        if found is None or found in self.including:
+            what = "was not added with the documents" if found is None else "includes itself"
+            return [f"_The source includes the file `{target}` here; it {what}, so its content is not on this page._"]
+        numbered = list(enumerate(found.text.splitlines(), 1))[first - 1 : last]
+        self.including.append(found)
+        self.citer.item = found
+        self.aside += 1
+        try:
+            if is_code_source(found.source):
+                code = trim_lines(numbered)
+                return self.block(Block("code", code, text=code_language(found.source))) if code else []
+            return self.blocks(read_blocks(numbered))
+        finally:
+            self.aside -= 1
+            self.including.pop()
+            self.citer.item = self.including[-1]
 
 
 def page_sections(lines: list[str]) -> list[tuple[int, str, str]]:
@@ -329,7 +376,7 @@ def render_document(doc: Document, linker: Linker, existing: str | None, withhel
         "id": page_id_for_path(doc.path),
         "type": "fact",
         "title": doc.title,
-        "summary": _summary_sentence(doc, renderer.lead),
+        "summary": summary_sentence(doc, renderer.pool, page_sections(body)),
         "scope": "system",
         "status": "active",
     }
@@ -339,7 +386,21 @@ def render_document(doc: Document, linker: Linker, existing: str | None, withhel
     meta["sources"] = sources
     meta["origin"] = doc.source or doc.item.id
     meta["tags"] = [GENERATED_TAG, "document"]
-    return render_page(meta, text), citer.new, closed
+    page = render_page(meta, text)
+    if summary_problems(parse_page(page, doc.path)):  # names of the title or headings no claim states
+        meta["summary"] = _first_sentence(renderer.lead) or meta["summary"]
+        page = render_page(meta, text)
+    return page, citer.new, closed
+
+
+def _first_sentence(lead: list[str]) -> str:
+    """The first sentence of the page however it reads: an L0 every name of which a claim states."""
+    texts = [plain_text(strip_refs(claim)).strip() for claim in lead]
+    text = next((t for t in texts if t), "")
+    if not text:
+        return ""
+    text = re.sub(r"[:;,]\s*$", ".", text)
+    return _fit(text if re.search(r"[.!?。！？]$", text) else text + ".", 90)
 
 
 def _close_missing(citer: Citer, history: list[str], date: str, linker: Linker) -> tuple[list[str], int]:
@@ -458,19 +519,32 @@ def outline_links(headings: list[tuple[int, str, str]]) -> list[str]:
     return kept
 
 
-def _summary_sentence(doc: Document, lead: list[str]) -> str:
-    """L0: the document's first real sentence (four words or more), else its first sentence
-    however short (what the page says, not a name the gate cannot find in a claim), else a
-    sentence naming the page and its first sections; at most 90 tokens."""
-    texts = [plain_text(strip_refs(claim)).strip() for claim in lead]
-    for text in sorted((t for t in texts if t), key=lambda t: len(t.split()) < 4):
-        text = re.sub(r"[:;,]\s*$", ".", text)
-        text = text if re.search(r"[.!?。！？]$", text) else text + "."
-        return _fit(text, 90)
-    sections = [plain_text(b.text) for b in doc.blocks if b.kind == "heading" and b.level == 2][:4]
-    if sections:
-        return _fit(f"The {doc.title} page, on {', '.join(sections)}.", 90)
-    return _fit(f"The {doc.title} page.", 90)
+# a sentence that points at what follows ("could look like this.", "as follows:") or back at an
+# earlier page ("you saw before", "in the previous section"): it does not say what the page is about
+POINTER_RE = re.compile(
+    r"(?:\b(?:like|is|are|looks?|as)\s+(?:this|these|that|so|follows)|\b(?:the\s+)?following|\bbelow|\bhere)\s*[.!:]?$"
+    r"|\b(?:before|previous(?:ly)?|earlier|above|last (?:section|chapter|page)|you saw|we saw|we said)\b"
+    r"|^(?:so|and|but|or|then|now|also|next)\b|[:：]$|如下|下面|之前|上一",
+    re.IGNORECASE,
+)
+
+
+def summary_sentence(doc: Document, pool: list[str], sections: list[tuple[int, str, str]]) -> str:
+    """L0: what the page is about. The first sentence of the document's own text (not an
+    admonition or an included file) of five words or more that neither points at what follows
+    ("could look like this.", a sentence cut at the colon before a list) nor back at an earlier
+    page; else one made of the title and the page's first sections; at most 90 tokens."""
+    for claim in pool:
+        text = plain_text(strip_refs(claim)).strip()
+        words = len(text.split()) if not re.search(r"[\u4e00-\u9fff]", text) else len(text) // 3
+        if words < 5 or POINTER_RE.search(text):
+            continue
+        return _fit(text if re.search(r"[.!?。！？]$", text) else text + ".", 90)
+    names = [title for _, title, _ in outline_entries(sections) if title][:4]
+    if names:
+        listed = ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1]
+        return _fit(f"{doc.title}: {listed}.", 90)
+    return _fit(f"{doc.title}.", 90)
 
 
 def _fit(text: str, limit: int) -> str:

@@ -13,11 +13,16 @@ EXPLICIT_TITLE_RE = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
 INLINE_LINK_RE = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*<?([^()\s<>]*(?:\([^()\s]*\)[^()\s<>]*)*)>?(\s+\"[^\"]*\")?\s*\)")
 REF_LINK_RE = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\[([^\]]*)\]")
 TAG_RE = re.compile(r"<(/?)([A-Za-z][\w-]*)((?:\s+[^<>]*?)?)\s*(/?)>")
+# an attribute list after an inline element or a heading (Python-Markdown attr_list):
+# [link](x.md){.internal-link target=_blank}, **b**{: .red }, ## Title { #anchor }
+_ATTR = r"""(?:[.#][\w-]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s"'{}]+))"""
+ATTR_LIST_RE = re.compile(rf"\{{:?\s*{_ATTR}(?:\s+{_ATTR})*\s*\}}")
 HREF_RE = re.compile(r"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
 
 
 def plain_text(text: str) -> str:
     """Heading or summary text without link targets, images, tags and emphasis markers."""
+    text = ATTR_LIST_RE.sub("", text)
     text = INLINE_LINK_RE.sub(lambda m: "" if m.group(1) else m.group(2), text)
     text = REF_LINK_RE.sub(lambda m: "" if m.group(1) else m.group(2), text)
     text = TAG_RE.sub("", text)

@@ -41,6 +41,7 @@ _TIMESTAMP_RE = re.compile(r"^\[[^\]]*\]\s*", re.MULTILINE)
 # the digits of the turn id are not the content's numbers
 _TURN_PREFIX_RE = re.compile(r"^(?:\[[^\]\n]*\]\s*)?[^:\n]{1,80}? \([^)\n]{1,40}\): ", re.MULTILINE)
 _LINE_RE = re.compile(r"^(?:\[(?P<time>[^\]]+)\] )?(?P<speaker>[^:\n]{1,80}?)(?: \((?P<turn>[^)]+)\))?: (?P<text>.*)$")
+_TAG_RE = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
 _CLAUSE_END = ".!?;,:。！？；，："
 _USER_SPEAKERS = {"user", "human"}
 _ASSISTANT_SPEAKERS = {"assistant", "ai", "bot", "chatbot", "agent", "model", "system"}
@@ -272,9 +273,14 @@ def _negation_problems(claim: str, evidence: Evidence) -> list[Ungrounded]:
     if not claim_neg:
         for cited in evidence.cited:
             # code is not a negation (`None`, `not x`): the page parser blanks it in claim text
-            context = CODESPAN_RE.sub(" ", cited.context())
+            # nor is markup: an HTML tag's attributes (<abbr title="... not ...">) are not what the text says
+            context = _TAG_RE.sub(" ", CODESPAN_RE.sub(" ", cited.context()))
             if fc.negated(context):
-                quoted = "the quote" if fc.negated(CODESPAN_RE.sub(" ", cited.quote)) else "the cited sentence around the quote"
+                quoted = (
+                    "the quote"
+                    if fc.negated(_TAG_RE.sub(" ", CODESPAN_RE.sub(" ", cited.quote)))
+                    else "the cited sentence around the quote"
+                )
                 return [Ungrounded("grounding.negation", f"{quoted} is negated ({context.strip()[:80]!r}) but the claim is not")]
     return []
 

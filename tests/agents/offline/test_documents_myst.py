@@ -195,7 +195,8 @@ def test_a_page_whose_only_sentence_is_short_has_a_grounded_l0(merged: Repo) -> 
     page = _page(merged, "knowledge/docs/setuptools.md")
     assert page.summary == "Moved to arguments."
     assert "Moved to [arguments](arguments.md).[^" in page.body
-    assert "_Included from `../CHANGES.md`, a file outside the document._" in page.body  # a pointer, not a claim
+    # a pointer, not a claim: the included file was not added with the documents
+    assert "_The source includes the file `../CHANGES.md` here; it was not added with the documents" in page.body
 
 
 def test_documentation_saying_you_are_now_using_something_is_not_an_injection(merged: Repo) -> None:
