@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.offline.markup import fold_label, plain_text
 from agents.protocols import EvidenceItem
+from kb.controls import clean_label
 from kb.intake import INCLUDE_RE, SNIPPET_BLOCK_RE
 from kb.markdown import slugify
 from kb.yamltext import YamlProblem, load_yaml
@@ -598,7 +599,7 @@ def read_document(item: EvidenceItem, path: str) -> Document:
         title = plain_text(first_h1.text)
     if first_h1 is not None and plain_text(first_h1.text) == title:
         blocks = [b for b in blocks if b is not first_h1]
-    title = title or file_title(item.source or item.id)
+    title = clean_label(title) or file_title(item.source or item.id)  # no ESC, bidi or line break in a title
     _normalise_levels(blocks)
     doc = Document(item, source_path(item.source), path, " ".join(title.split())[:200], blocks, reference_definitions(raw))
     doc.labels = _targets(raw, title)

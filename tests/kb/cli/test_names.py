@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from kb.evidence import LEDGER_PATH, LedgerEntry
+from kb.page import parse_page
 from tests.builders import add_evidence, make_repo, page_for, sections
 from tests.kb.cli.helpers import assert_one_error
 
@@ -182,3 +183,20 @@ def test_a_jsonl_chat_holding_a_raw_line_separator_is_read_line_by_line_at_newli
     entry = json.loads(cli("evidence", "list", "--json").out)
     assert entry["meta"]["messages"] == 2
     assert (root / entry["path"]).read_text(encoding="utf-8") == "user: Agenda:\n    budget first\nassistant: Noted.\n"
+
+
+def test_a_document_heading_with_controls_becomes_a_clean_page_title(cli, tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    cli("init", str(root))
+    doc = tmp_path / "guide.md"
+    doc.write_text(
+        "# Setup \x1b[2J guide \u202eevil\u202c\n\nThe service listens on port 8080 by default. Logs are kept for 14 days.\n",
+        encoding="utf-8",
+    )
+    assert cli("evidence", "add", str(doc), cwd=root).code == 0
+    assert cli("run", "--no-index").code == 0
+    pages = [p for p in (root / "knowledge").rglob("*.md") if p.name != "index.md"]
+    titles = [parse_page(p.read_text(encoding="utf-8"), p.name).title for p in pages]
+    assert titles, [p.name for p in pages]
+    assert not any(char in t for t in titles for char in "\x1b\u202e\u202c"), titles
+    assert any("Setup" in t and "guide" in t for t in titles), titles
