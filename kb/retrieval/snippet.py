@@ -45,8 +45,8 @@ _STRUCTURE_LINE_RE = re.compile(
 )
 # Inline markup that is not text: attribute lists after a link or heading, include macros.
 _INLINE_ATTRS_RE = re.compile(r"\{\s*[:.#][^{}\n]*\}|\{!.*?!\}")
-# A sentence ends at ., !, ? (then a space) or at a Chinese full stop, exclamation or question mark.
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])")
+# A sentence ends at ., !, ? (then a space and no lower-case letter) or at a Chinese full stop, exclamation or question mark.
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[^\sa-z])|(?<=[。！？；])")
 _FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
 
 
