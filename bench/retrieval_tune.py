@@ -56,7 +56,7 @@ def _fused(searcher: Searcher, lists, choice: str) -> list[str]:
         return searcher.fuse_keys(lists, searcher.page_of)[0]
     agg = "sum" if choice.endswith("sum") else "max"
     bm25, dense = _doc_scores(searcher, lists["bm25"], agg), _doc_scores(searcher, lists["dense"], agg)
-    w = float(choice.split(":")[1])
+    w = float(choice.split(":")[1].split()[0])
     total = {k: w * bm25.get(k, 0.0) + (1 - w) * dense.get(k, 0.0) for k in bm25.keys() | dense.keys()}
     return sorted(total, key=lambda k: (-total[k], k))
 
@@ -66,7 +66,15 @@ def compare_fusions(searcher: Searcher, data, vectors, k: int) -> None:
     combination (weight of BM25; per document the best chunk or the sum of chunks)."""
     choices = ["rrf k60 w1.0", "rrf k60 w0.7", "rrf k20 w1.0", "rrf k100 w1.0"]
     choices += [f"norm:{w} {agg}" for w in (0.3, 0.4, 0.5) for agg in ("max", "sum")]
-    sums = dict.fromkeys(choices, 0.0)
+    fields = {"title+headings 0": 0.0, "title+headings 1.0": 1.0}  # BM25F field weights (default 0.5), RRF k60
+    sums = dict.fromkeys(choices + list(fields), 0.0)
+    saved = dict(searcher.field_boosts)
+    for name, weight in fields.items():
+        searcher.field_boosts = {**saved, "title": weight, "headings": weight}
+        for qid, text in data.queries.items():
+            lists = searcher.rank(Query(text, ("system",), k, None, "hybrid"), PAGE, vectors[qid])
+            sums[name] += ndcg_at(searcher.fuse_keys(lists, searcher.page_of)[0], data.qrels[qid], k)
+    searcher.field_boosts = saved
     for qid, text in data.queries.items():
         lists = searcher.rank(Query(text, ("system",), k, None, "hybrid"), PAGE, vectors[qid])
         for choice in choices:
@@ -75,7 +83,7 @@ def compare_fusions(searcher: Searcher, data, vectors, k: int) -> None:
                 searcher.rrf_k, searcher.rrf_weights = int(parts[1][1:]), {"bm25": float(parts[2][1:]), "dense": 1.0}
             sums[choice] += ndcg_at(_fused(searcher, lists, choice), data.qrels[qid], k)
     searcher.rrf_k, searcher.rrf_weights = 60, {"bm25": 1.0, "dense": 1.0}
-    for choice in choices:
+    for choice in sums:
         print(json.dumps({"fusion": choice, f"ndcg@{k}": round(sums[choice] / len(data.queries), 4)}), flush=True)
 
 
