@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -29,6 +29,7 @@ def search(
             "--commit", help="Search the repository as it was at this commit or branch (a point-in-time index is built on first use)."
         ),
     ] = None,
+    top: Annotated[str | None, typer.Option("--top", hidden=True, help="Not an option: the number of hits is --k.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the served index: pages with section, lines and L0 (hybrid BM25 + dense).
@@ -39,8 +40,11 @@ def search(
 
     Example: kb search "travel preferences" --as user:alice --k 5
     """
+    from kb.errors import UsageError
     from kb.retrieval.search import make_query, open_searcher
 
+    if top is not None:
+        raise UsageError("kb search has no --top option", hint=f"the number of hits is --k, e.g. --k {top if top.isdigit() else 10}")
     q = make_query(query, principal, k, at, mode, include_evidence, include_deprecated)
     repo = open_repo()
     searcher = open_searcher(repo, commit, progress)
@@ -61,11 +65,33 @@ def search(
                 "mode": mode,
                 "commit": searcher.manifest.source_commit,
                 "dense_pending": searcher.dense_pending,
-                "hits": [h.to_dict() for h in hits],
+                "hits": [_hit_json(repo, h, q.text, principal, searcher.manifest.source_commit) for h in hits],
             }
         )
         return
     _print_hits(hits, q.text)
+
+
+def _hit_json(repo: Repo, hit: Hit, query: str, principal: str, commit: str) -> dict[str, Any]:
+    """A hit for ``--json``: ``text`` is the reader's text (no footnote references, no
+    structure-only lines), ``answer`` its sentence that matches the query best, and ``citations``
+    the footnotes it referred to with their definitions (the cited evidence span and quote)."""
+    from kb.errors import KbError
+    from kb.retrieval.reading import footnote_definitions
+    from kb.retrieval.snippet import passage, reader_text
+
+    reader = reader_text(hit.text)
+    definitions: dict[str, str] = {}
+    if reader.citations and hit.kind == "page":
+        try:
+            definitions = footnote_definitions(repo, hit.id, principal, commit or None)
+        except KbError:
+            definitions = {}
+    return hit.to_dict() | {
+        "text": reader.text,
+        "answer": passage(hit.text, query).answer,
+        "citations": [{"label": label, "source": definitions.get(label, "")} for label in reader.citations],
+    }
 
 
 def _say_if_behind(repo: Repo, served: str) -> None:
@@ -96,8 +122,11 @@ def _print_hits(hits: list[Hit], query: str) -> None:
         section = " › ".join(hit.headings[1:] if hit.kind == "page" else hit.headings) or hit.anchor
         where = visible(f"{hit.id} › {section}" if section else hit.id)
         echo_styled(f"{n:>2}. [{hit.kind}] {bold}{where}{plain}  L{hit.line_start}-{hit.line_end}  score {hit.score:.4f} ({ranks})")
-        shown = passage(visible(hit.text), query)
-        echo_styled(f"    {shown.highlighted(bold, plain) if tty else shown.text}")
+        shown = passage(visible(hit.text), query)  # the reader's text, the answering sentence first
+        text = shown.highlighted(bold, plain) if tty else shown.text
+        echo_styled("    " + text.replace("\n", "\n    "))
+        if shown.citations:
+            echo_styled(f"    {dim}cites {', '.join(f'[^{label}]' for label in shown.citations)}{plain}")
         if hit.kind == "page" and hit.summary:
             echo_styled(f"    {dim}{visible(hit.title)}: {visible(hit.summary)}{plain}")
 
@@ -161,6 +190,12 @@ def grep(
     if as_json:
         print_json(result.to_dict())
         return
+    if result.unsearched_users:
+        typer.echo(
+            f"note: the pages of {result.unsearched_users} user(s) under users/ were not searched as {principal}: "
+            "pass --as user:ID to search one user's pages too",
+            err=True,
+        )
     if not result.hits:
         echo("no matches")
     for hit in result.hits:

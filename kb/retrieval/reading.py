@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from kb.citations import FOOTDEF_RE
 from kb.errors import FormatError, NotFoundError, UsageError
 from kb.forgotten import is_hidden, load_denied
 from kb.page import OVERVIEW_HEADING, Page, page_id_for_path, parse_page
 from kb.repo import Repo
-from kb.scopes import SYSTEM, can_read, parse_principal, readable_folders, scope_for_path
+from kb.scopes import SYSTEM, USERS_DIR, can_read, parse_principal, readable_folders, scope_for_path
 from kb.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class GrepResult:
     commit: str
     hits: tuple[GrepHit, ...]
     truncated: bool
+    unsearched_users: int = 0  # users whose pages exist but the principal may not read (not searched)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -322,9 +324,11 @@ def grep(
     if page is not None:
         parsed, _ = load_page(repo, page, principal, str(target.id))
         files = {parsed.path: target.tree[parsed.path].id}
+        unsearched = 0
     else:
         tree = repo.tree_files(target, readable_folders(scopes))
         files = {p: o for p, o in tree.items() if p.endswith(".md") and can_read(scopes, scope_for_path(p))}
+        unsearched = _other_users(repo, target, scopes)
     denied = load_denied(repo)
     files = {p: o for p, o in files.items() if not denied.hides_path(p)}
     hits: list[GrepHit] = []
@@ -343,6 +347,20 @@ def grep(
             parsed_page = None
         for number, line in matches:
             if len(hits) >= max_hits:
-                return GrepResult(str(target.id), tuple(hits), True)
+                return GrepResult(str(target.id), tuple(hits), True, unsearched)
             hits.append(GrepHit(page_id_for_path(path), path, _anchor_at(parsed_page, number), number, line))
-    return GrepResult(str(target.id), tuple(hits), False)
+    return GrepResult(str(target.id), tuple(hits), False, unsearched)
+
+
+def _other_users(repo: Repo, target: pygit2.Commit, scopes: tuple[str, ...]) -> int:
+    """How many users have pages at ``target`` that a principal with ``scopes`` may not read."""
+    users = {scope_for_path(p) for p in repo.tree_files(target, (USERS_DIR,)) if p.endswith(".md")}
+    return sum(1 for scope in users if scope is not None and not can_read(scopes, scope))
+
+
+def footnote_definitions(repo: Repo, page: str, principal: str = SYSTEM, commit: str | None = None) -> dict[str, str]:
+    """The footnote definitions of ``page`` (label -> what follows the colon: the cited span
+    and quote), for showing a passage's citations apart from its text."""
+    parsed, _ = load_page(repo, page, principal, commit)
+    found = (FOOTDEF_RE.match(line.strip()) for line in parsed.body.splitlines())
+    return {m.group(1): m.group(2) for m in found if m}

@@ -1,25 +1,67 @@
-"""The passage of a hit that matched: a window of the chunk around the query's terms.
+"""The passage of a hit as a reader sees it: the stored text without markup, the sentence that
+answers first.
 
-Terms are matched the way BM25 matched them (the same analyser: stems, Chinese words), so the
-window shows why the hit ranked; a hit found by meaning alone (dense) gets the chunk's start.
+``reader_text`` takes a hit's stored text (Markdown as the page holds it) and leaves what a
+reader reads: footnote references (``[^3]``) go to a list of their labels (the citations, shown
+apart), and lines that are only structure go: footnote definitions, admonition and tab openers
+and closers (``!!! note``, ``/// tip | Title``, ``///``, ``=== "Tab"``, MyST ``:::``, Sphinx
+``.. note::``), include directives (``--8<--``, ``{!file!}``) and attribute lists
+(``{.class target=_blank}``). The characters are kept as written: a full-width comma stays one.
+
+``passage`` then splits that text into sentences and puts first the one that matches the query
+best: its distinct terms matched the way BM25 matched them (the same analyser: stems, Chinese
+words), each weighted by how few of the passage's sentences hold it. The sentences that follow it
+come after it while they fit ``width`` characters; the answer-bearing sentence itself is never
+cut. A hit found by meaning alone (no term matches) starts at its first sentence.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import unicodedata
 from dataclasses import dataclass
 
-from kb.citations import ANY_REF_RE
+from kb.citations import ANY_REF_RE, FOOTDEF_RE
 from kb.retrieval.analyzer import analyse
 
-FOOTNOTE_REF_RE = ANY_REF_RE
-WIDTH = 240
+WIDTH = 320  # characters of the printed passage besides the answer-bearing sentence itself
+MAX_SENTENCE = 600  # a "sentence" longer than this (a table, a wall of text) is cut at a word
+
+# Lines that are structure, not text (matched after the line's indentation).
+_STRUCTURE_LINE_RE = re.compile(
+    r"""^(?:
+        /{3,}(?:\s*[\w-]+)?(?:\s*\|.*)?          # pymdownx blocks: /// tip | Title, ////, //// tab | Label
+      | (?:!!!|\?\?\?\+?)\s*[\w-]+.*             # admonitions: !!! note "Title", ???+ tip
+      | ===\+?\s*".*"                            # tabbed content: === "Python"
+      | :{3,}.*                                  # MyST colon fences: ::: {note}, :::
+      | \.\.\s+[\w:-]+::.*                       # Sphinx directives: .. note::, .. include:: x.rst
+      | -{2}8<-{2}.*                             # snippet includes: --8<-- "file.md"
+      | \{!.*!\}                                 # include macros: {!../docs_src/x.py!}
+      | \{\s*[:.#][^{}]*\}                       # attribute list on its own line: {: .class }
+      | `{3,}\s*\{[\w:-]+\}.*                    # MyST directive fences: ```{note}
+    )\s*$""",
+    re.VERBOSE,
+)
+# Inline markup that is not text: attribute lists after a link or heading, include macros.
+_INLINE_ATTRS_RE = re.compile(r"\{\s*[:.#][^{}\n]*\}|\{!.*?!\}")
+# A sentence ends at ., !, ? (then a space and no lower-case letter) or at a Chinese full stop, exclamation or question mark.
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[^\sa-z])|(?<=[。！？；])")
+_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+@dataclass(frozen=True)
+class ReaderText:
+    text: str
+    citations: tuple[str, ...]  # footnote labels referred to in the text, in order of first use
 
 
 @dataclass(frozen=True)
 class Passage:
     text: str
     spans: tuple[tuple[int, int], ...]  # character spans of matched terms in ``text``
+    answer: str = ""  # the sentence shown first
+    citations: tuple[str, ...] = ()
 
     def highlighted(self, start: str, end: str) -> str:
         out, last = [], 0
@@ -30,36 +72,123 @@ class Passage:
         return "".join(out)
 
 
-def passage(text: str, query: str, width: int = WIDTH) -> Passage:
-    """The ``width``-character window of ``text`` holding the most distinct query terms."""
-    flat = " ".join(FOOTNOTE_REF_RE.sub("", unicodedata.normalize("NFKC", text)).split())
-    terms = {token for token, _, _ in analyse(query)}
-    matches = [(token, a, b) for token, a, b in analyse(flat) if token in terms]
-    start = _best_start(matches, width) if matches else 0
-    start = _word_start(flat, start)
-    end = min(len(flat), start + width)
-    if end < len(flat):
-        cut = flat.rfind(" ", start, end)
-        end = cut if cut > start + width // 2 else end
-    window = flat[start:end]
-    lead = "… " if start > 0 else ""
-    tail = " …" if end < len(flat) else ""
-    shift = len(lead) - start
-    spans = tuple((a + shift, b + shift) for _, a, b in matches if a >= start and b <= end)
-    return Passage(lead + window + tail, spans)
+def reader_text(text: str) -> ReaderText:
+    """``text`` without footnote references, footnote definitions and structure-only lines."""
+    labels: dict[str, None] = {}
+    kept: list[str] = []
+    fence = ""
+    for line in text.splitlines():
+        opener = _FENCE_RE.match(line)
+        if fence:  # inside a code block every line is the reader's, markup-looking or not
+            kept.append(line)
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+                fence = ""
+            continue
+        stripped = line.strip()
+        if FOOTDEF_RE.match(stripped) or _STRUCTURE_LINE_RE.match(stripped):
+            continue
+        if opener:
+            fence = opener.group(1)
+            kept.append(line)
+            continue
+        for match in ANY_REF_RE.finditer(line):
+            labels.setdefault(match.group(1), None)
+        line = _INLINE_ATTRS_RE.sub("", ANY_REF_RE.sub("", line)).rstrip()
+        if line.strip() or (kept and kept[-1].strip()):
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return ReaderText("\n".join(kept), tuple(labels))
 
 
-def _best_start(matches: list[tuple[str, int, int]], width: int) -> int:
-    best, best_count = 0, -1
-    for i, (_, a, _) in enumerate(matches):
-        inside = {token for token, x, y in matches[i:] if y <= a + width}
-        if len(inside) > best_count:
-            best, best_count = a, len(inside)
-    return max(0, best - width // 6)  # a little context before the first term
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, whitespace folded; a code block or a table row is one unit."""
+    out: list[str] = []
+    prose: list[str] = []
+    code: list[str] = []
+    fence = ""
+
+    def flush() -> None:
+        if prose:
+            flat = " ".join(" ".join(prose).split())
+            out.extend(piece.strip() for piece in _SENTENCE_END_RE.split(flat) if piece.strip())
+            prose.clear()
+
+    for line in text.splitlines():
+        opener = _FENCE_RE.match(line)
+        if fence:
+            code.append(line)
+            if opener and opener.group(1)[0] == fence[0]:
+                out.append("\n".join(code))
+                code.clear()
+                fence = ""
+            continue
+        if opener:
+            flush()
+            fence = opener.group(1)
+            code.append(line)
+        elif not line.strip() or line.lstrip().startswith(("#", "|", "- ", "* ", "+ ")) or re.match(r"\s*\d+[.)] ", line):
+            flush()  # a blank line, heading, table row or list item starts a new unit
+            if line.strip():
+                prose.append(line.strip())
+        else:
+            prose.append(line.strip())
+    flush()
+    if code:
+        out.append("\n".join(code))
+    return out
 
 
-def _word_start(text: str, index: int) -> int:
-    if index <= 0:
+def _terms(text: str) -> set[str]:
+    return {token for token, _, _ in analyse(text)}
+
+
+def best_sentence(units: list[str], query: str) -> int:
+    """Index of the sentence of ``units`` that matches ``query`` best (0 when none matches):
+    the sum over its distinct query terms of log(1 + sentences / sentences holding the term)."""
+    wanted = _terms(query)
+    if not wanted or not units:
         return 0
-    space = text.rfind(" ", 0, index)
-    return space + 1 if space >= 0 else 0
+    held = [_terms(unit) & wanted for unit in units]
+    df = {term: sum(term in h for h in held) for term in wanted}
+    weights = [sum(math.log(1 + len(units) / df[t]) for t in h) for h in held]
+    top = max(weights)
+    return weights.index(top) if top > 0 else 0
+
+
+def passage(text: str, query: str, width: int = WIDTH) -> Passage:
+    """The reader's text of ``text``: its best sentence for ``query`` first (whole, up to
+    ``MAX_SENTENCE``), then the sentences after it while they fit ``width`` characters."""
+    reader = reader_text(text)
+    units = sentences(reader.text)
+    if not units:
+        return Passage("", (), "", reader.citations)
+    first = best_sentence(units, query)
+    answer = _cap(units[first], MAX_SENTENCE)
+    shown = [answer]
+    used = 0
+    for unit in units[first + 1 :]:
+        if used + len(unit) + 1 > width:
+            break
+        shown.append(unit)
+        used += len(unit) + 1
+    lead = "… " if first > 0 else ""
+    tail = " …" if first + len(shown) < len(units) else ""
+    body = " ".join(" ".join(s.split()) if "\n" not in s else s for s in shown)
+    out = lead + body + tail
+    return Passage(out, _spans(out, _terms(query)), answer, reader.citations)
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit] + " …"
+
+
+def _spans(text: str, terms: set[str]) -> tuple[tuple[int, int], ...]:
+    """Where the query's terms are in ``text`` (none when normalising would move characters)."""
+    plain = text.replace("…", " ")  # the marks of left-out text (NFKC would make them three dots)
+    if not terms or len(unicodedata.normalize("NFKC", plain)) != len(plain):
+        return ()
+    return tuple((a, b) for token, a, b in analyse(plain) if token in terms)

@@ -96,3 +96,36 @@ def test_folder_index_pages_need_a_word_match_in_hybrid_search(tmp_path: Path, c
     assert [h["id"] for h in hybrid] == [h["id"] for h in dense if h["id"] != "knowledge/index"]
     listed = json.loads(cli("--repo", r, "search", "shared knowledge entry page", "--json").out)["hits"]
     assert "knowledge/index" in [h["id"] for h in listed]  # its words match: it ranks
+
+
+def test_grep_says_when_user_pages_are_not_searched_and_top_points_to_k(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    r = str(repo.root)
+    result = cli("--repo", r, "grep", "window")
+    assert result.code == 0 and "no matches" in result.out
+    assert "pages of 1 user(s) under users/ were not searched as system" in result.err and "--as user:ID" in result.err
+    result = cli("--repo", r, "grep", "window", "--as", "user:alice")
+    assert result.code == 0 and "users/alice/travel" in result.out and result.err == ""
+    cli("--repo", r, "index", "build")
+    assert_one_error(cli("--repo", r, "search", "anvils", "--top", "5"), 2, "no --top option", "--k 5")
+
+
+def test_search_json_passage_is_the_readers_text_with_citations_apart(tmp_path: Path, cli) -> None:
+    repo = repo_with_pages(tmp_path / "kb")
+    body = (
+        "## Typing\n\n/// tip | Note\n\nThe company sells anvils to roadrunner hunters.[^1]\n\n///\n\n"
+        '--8<-- "snippets/anvil.md"\n\nAcme ships anvils by rail，每周一次。[^2]\n\n'
+        '[^1]: ev-0123456789abcdef#L1 "sells anvils"\n[^2]: ev-0123456789abcdef#L2 "ships"\n'
+    )
+    commit(repo, {"knowledge/shipping.md": page_for("knowledge/shipping.md", "Shipping", "How Acme ships.", body)})
+    r = str(repo.root)
+    cli("--repo", r, "index", "build")
+    found = json.loads(cli("--repo", r, "search", "how does acme ship anvils by rail", "--json", "--k", "3").out)["hits"]
+    hit = next(h for h in found if h["id"] == "knowledge/shipping")
+    assert "[^" not in hit["text"] and "///" not in hit["text"] and "--8<--" not in hit["text"]
+    assert "rail，每周一次。" in hit["text"]  # the full-width comma stays one
+    assert hit["answer"] == "Acme ships anvils by rail，每周一次。"
+    sources = {c["label"]: c["source"] for c in hit["citations"]}
+    assert sources.get("2") == 'ev-0123456789abcdef#L2 "ships"'
+    printed = cli("--repo", r, "search", "how does acme ship anvils by rail", "--k", "3").out
+    assert "Acme ships anvils by rail，每周一次。" in printed and "[^2]" in printed.split("Acme ships")[1].split("\n", 2)[1]

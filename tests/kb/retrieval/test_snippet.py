@@ -24,3 +24,26 @@ def test_no_matching_term_shows_the_start() -> None:
 def test_chinese_terms_are_found() -> None:
     shown = passage("公司的差旅政策规定，出差必须提前十四天预订。" * 3, "差旅政策")
     assert shown.spans and all(shown.text[a:b] in ("差旅", "政策", "差旅政策") for a, b in shown.spans)
+
+
+def test_markup_lines_and_references_go_and_the_answer_comes_first() -> None:
+    from kb.retrieval.snippet import reader_text
+
+    text = (
+        '//// tab | Python\n/// tip[^5]\n\nUse `typer.echo` to print.\n\n///\n!!! note "Detail"\n'
+        '    Indented admonition text.\n{!../docs_src/x.py!}\n--8<-- "inc.md"\n\n'
+        "A [link](x.md){.internal-link target=_blank} here. `typer.Abort` prints Aborted! and exits with code 1.[^6]\n"
+        '```python\n/// not markup inside code\n```\n////\n[^5]: ev-1#L1 "x"'
+    )
+    reader = reader_text(text)
+    assert reader.citations == ("5", "6")
+    assert "[^" not in reader.text and "{!" not in reader.text and "--8<--" not in reader.text and "{.internal" not in reader.text
+    assert "/// not markup inside code" in reader.text and "//// tab" not in reader.text and "!!! note" not in reader.text
+    shown = passage(text, "what does typer.Abort print")
+    assert shown.answer == "`typer.Abort` prints Aborted! and exits with code 1."
+    assert shown.text.startswith("… `typer.Abort` prints Aborted!")
+
+
+def test_full_width_punctuation_is_kept() -> None:
+    shown = passage("第一句话。出差必须提前十四天预订，经理批准后才能报销。", "出差 报销")
+    assert shown.answer == "出差必须提前十四天预订，经理批准后才能报销。" and "，" in shown.text and "," not in shown.text
