@@ -366,6 +366,50 @@ def clean_value(value: str) -> str:
 
 _NOT_VALUES = {"i", "a", "an", "the", "my", "it", "this", "that", "them", "these", "those", "everything", "something", "anything", "things"}
 
+# ---- a value names a thing ------------------------------------------------------------------
+
+# A hobby, an interest, a dislike or a preference is a noun phrase that names a thing ("pottery",
+# "playing the violin", "charity work"), not what a phrase cut at a stop word leaves ("being",
+# "having some of", "seeing them eat"). These are function words and light verbs: they
+# name no pastime of their own, whoever says them.
+_FUNCTION_WORDS = {
+    "a", "an", "the", "my", "our", "your", "his", "her", "their", "its", "some", "any", "all", "many", "much", "more", "most",
+    "of", "in", "on", "at", "to", "into", "onto", "about", "around", "up", "out", "off", "over", "with", "by", "for", "from",
+    "and", "or", "but", "so", "different", "other", "same", "such", "new", "own", "very", "really", "just", "this", "that",
+}  # fmt: skip
+_PRONOUNS = {"it", "them", "him", "her", "me", "us", "you", "i", "i'm", "myself", "themselves", "something", "anything", "everything", "nothing", "someone", "stuff", "things"}  # fmt: skip
+_COPULAS = {"being", "getting", "not", "becoming", "feeling"}  # a state, not a pastime: "being around friends"
+# verbs too general to name a pastime without a telling object: "playing", "spending time"
+_LIGHT_VERBS = {
+    "having", "doing", "going", "making", "taking", "seeing", "watching", "playing", "holding", "spending", "keeping", "giving",
+    "putting", "trying", "using", "letting", "talking", "curling", "sinking", "breaking", "escaping", "finding", "looking", "coming",
+}  # fmt: skip
+_GENERIC_NOUNS = {"time", "lot", "fun", "part", "care", "lessons", "place", "way", "one", "ones", "thing", "stuff"}
+# a relation word that alone says nothing about the user: everyone has friends
+_GENERIC_RELATIONS = {"friend", "friends", "best friend"}
+_THING_KEYS = {"hobby", "interest", "dislike", "preference"}
+
+
+def names_a_thing(key: str, value: str) -> bool:
+    """Whether ``value`` can stand as the ``key`` of a profile: a hobby, an interest, a dislike or
+    a preference is a noun phrase naming a thing (not a copula, not a light verb without a telling
+    object, no pronoun, not cut after a function word); a relation without a name is a specific one
+    ("sister", not "friend")."""
+    base = key.split(":")[0]
+    words = value.lower().split()
+    if not words:
+        return False
+    if base == "family":
+        return value.lower() not in _GENERIC_RELATIONS
+    if base not in _THING_KEYS:
+        return True
+    if not re.match(r"[a-z]", words[0]) or words[0] in _COPULAS or words[-1] in _FUNCTION_WORDS:
+        return False
+    if any(w in _PRONOUNS for w in words):
+        return False
+    rest = [w for w in words[1:] if w not in _FUNCTION_WORDS]
+    return not (words[0] in _LIGHT_VERBS and (not rest or all(w in _GENERIC_NOUNS for w in rest)))
+
 
 def _read(key: str, single: bool, groups: dict[str, str | None]) -> list[Attribute]:
     """The attributes of one rule's match (a list of names gives one each)."""
@@ -401,7 +445,7 @@ def attributes_of_text(text: str) -> list[Attribute]:
                 continue
             for attr in _read(key, single, m.groupdict()):
                 value = clean_value(attr.value)
-                if not value or value.lower() in _NOT_VALUES or (attr.key, value.lower()) in seen:
+                if not value or value.lower() in _NOT_VALUES or not names_a_thing(attr.key, value) or (attr.key, value.lower()) in seen:
                     continue
                 seen.add((attr.key, value.lower()))
                 taken.append((m.start(), m.end()))
