@@ -601,7 +601,8 @@ INSTRUCTION_RES = [
     ),  # fmt: skip
     re.compile(
         r"\b(?:you are now (?:an?|the|my|in|dan|free|unrestricted|jailbroken|no longer)\b|from now on,? you|act as (?:an?|the) |pretend to be"
-        r"|new instructions?:|system prompt|developer mode|jailbreak)",
+        r"|new instructions?:|(?:reveal|print|show|repeat|output|leak|disclose|ignore|forget|override|disregard|change)\b[^.\n]{0,25}?\bsystem prompt"
+        r"|developer mode|jailbreak)",
         re.IGNORECASE,
     ),  # fmt: skip
     re.compile(
