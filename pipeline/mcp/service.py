@@ -164,23 +164,28 @@ class KbService:
             "total_lines": len(all_lines),
         }
 
-    def memory_context(self, question: str, budget: int = 2000) -> dict[str, Any]:
+    def memory_context(self, question: str, budget: int = 2000, commit: str | None = None) -> dict[str, Any]:
+        """The user's memory context from the served index version (or the one of ``commit``);
+        the result names the commit that version was built from."""
         from kb.memory_context import build_context
+        from kb.retrieval.search import open_searcher
 
         if self.user is None:
             raise UsageError("a memory context is a user's", hint="connect as the user (kb mcp --as user:ID, or a user's token)")
-        sha = self._commit(None)
-        return {"commit": sha, **build_context(self.repo, self.user, question, budget).to_dict()}
+        searcher = open_searcher(self.repo, self._commit(commit) if commit else None)
+        context = build_context(self.repo, self.user, question, budget, searcher=searcher)
+        return {**context.to_dict(), "commit": searcher.manifest.source_commit}
 
-    def history(self, page: str, limit: int = 20) -> dict[str, Any]:
-        """A page's changes on the default branch (newest first), with the merge's verdicts."""
+    def history(self, page: str, limit: int = 20, commit: str | None = None) -> dict[str, Any]:
+        """A page's changes on the default branch (or up to ``commit``), newest first, with the
+        merge's verdicts."""
         from kb.retrieval.reading import load_page
 
-        sha = self._commit(None)
+        sha = self._commit(commit)
         parsed, _ = load_page(self.repo, page, self.principal, sha)
         path = parsed.path
         changes: list[dict[str, Any]] = []
-        walker = self.repo.git.walk(self._at(None).id, pygit2.enums.SortMode.TOPOLOGICAL)
+        walker = self.repo.git.walk(self._at(commit).id, pygit2.enums.SortMode.TOPOLOGICAL)
         walker.simplify_first_parent()
         for commit in walker:
             if len(changes) >= min(max(limit, 1), MAX_HISTORY):
