@@ -187,18 +187,18 @@ class KbService:
         changes: list[dict[str, Any]] = []
         walker = self.repo.git.walk(self._at(commit).id, pygit2.enums.SortMode.TOPOLOGICAL)
         walker.simplify_first_parent()
-        for commit in walker:
+        for change in walker:
             if len(changes) >= min(max(limit, 1), MAX_HISTORY):
                 break
-            before = commit.parents[0] if commit.parents else None
-            if _blob_at(commit, path) == (_blob_at(before, path) if before is not None else None):
+            before = change.parents[0] if change.parents else None
+            if _blob_at(change, path) == (_blob_at(before, path) if before is not None else None):
                 continue
-            trailers = _trailers(commit.message)
+            trailers = _trailers(change.message)
             changes.append(
                 {
-                    "commit": str(commit.id),
-                    "time": commit.commit_time,
-                    "subject": commit.message.splitlines()[0] if commit.message else "",
+                    "commit": str(change.id),
+                    "time": change.commit_time,
+                    "subject": change.message.splitlines()[0] if change.message else "",
                     "verdicts": trailers.get("Kb-Verdicts", ""),
                     "reviewers": trailers.get("Kb-Reviewer-Model", ""),
                     "evidence": trailers.get("Kb-Evidence", ""),

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -62,8 +64,13 @@ TOKENS = {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789", "admin":
 
 @pytest.fixture(scope="module")
 def http_server(sample: tuple[Repo, dict[str, str]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    repo, _ = sample
-    folder = tmp_path_factory.mktemp("tokens")
+    with serving(sample[0], tmp_path_factory.mktemp("tokens")) as url:
+        yield url
+
+
+@contextmanager
+def serving(repo: Repo, folder: Path) -> Iterator[str]:
+    """``kb mcp --http --writes`` over ``repo`` on a free loopback port, with the three tokens."""
     grants = [
         {"name": "alice", "sha256": token_digest(TOKENS["alice"]), "principal": "user:alice", "scopes": ["kb:read"]},
         {"name": "bob", "sha256": token_digest(TOKENS["bob"]), "principal": "user:bob", "scopes": ["kb:read", "kb:remember"]},
@@ -143,3 +150,33 @@ def test_http_twenty_concurrent_calls_all_answered(http_server: str) -> None:
 
     answers = asyncio.run(main())
     assert answers == ["knowledge/travel/visas" if n % 2 == 0 else "users/alice/preferences" for n in range(20)]
+
+
+def test_http_listen_streams_are_bound_to_the_token(tmp_path: Path) -> None:
+    """Over HTTP each listen stream hears as its token's principal: alice is told of her page's new
+    commit; bob, naming the same URI, gets no frame about it (asserted on his raw messages)."""
+    from tests.pipeline.mcp.test_subscriptions import HERS, Raw, edit_hers, next_events
+
+    repo, _ = make_sample_repo(tmp_path / "r")
+
+    async def listen(url: str, token: str, raw: Raw, started: asyncio.Event) -> list[Any]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+            async with Client(streamable_http_client(url, http_client=http), message_handler=raw) as client:
+                async with client.listen(resource_subscriptions=[HERS]) as sub:
+                    started.set()
+                    return await next_events(sub, 4.0)
+
+    async def main(url: str) -> tuple[list[Any], list[Any], Raw]:
+        ready = [asyncio.Event(), asyncio.Event()]
+        bob_raw = Raw()
+        alice = asyncio.create_task(listen(url, TOKENS["alice"], Raw(), ready[0]))
+        bob = asyncio.create_task(listen(url, TOKENS["bob"], bob_raw, ready[1]))
+        await asyncio.gather(*(e.wait() for e in ready))
+        edit_hers(repo, "Prefers aisle seats now.")
+        return await alice, await bob, bob_raw
+
+    (tmp_path / "tokens").mkdir()
+    with serving(repo, tmp_path / "tokens") as url:
+        hers, bobs, bob_raw = asyncio.run(main(url))
+    assert {e.uri for e in hers} == {HERS}
+    assert bobs == [] and "notifications/resources/updated" not in "\n".join(bob_raw.frames)
