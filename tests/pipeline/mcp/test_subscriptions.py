@@ -79,6 +79,7 @@ def test_a_subscriber_hears_of_a_new_commit_and_not_after_leaving(tmp_path: Path
     assert not any(isinstance(e, ResourcesListChanged) for e in first)  # a page changed, none was added
     assert hers == [] and after == []
     text = "\n".join(raw.frames)
+    assert VISAS in text  # the raw frames are seen: the next line is not vacuous
     assert "users/alice" not in text and "aisle" not in text
 
 

@@ -152,24 +152,49 @@ def test_http_twenty_concurrent_calls_all_answered(http_server: str) -> None:
     assert answers == ["knowledge/travel/visas" if n % 2 == 0 else "users/alice/preferences" for n in range(20)]
 
 
+class Tee(httpx2.AsyncBaseTransport):
+    """A transport that keeps every response byte the client receives (the raw SSE frames)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.received = bytearray()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        tee = self
+
+        class Stream(httpx2.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                async for chunk in response.stream:  # type: ignore[union-attr]
+                    tee.received.extend(chunk)
+                    yield chunk
+
+            async def aclose(self) -> None:
+                await response.aclose()
+
+        return httpx2.Response(response.status_code, headers=response.headers, stream=Stream(), extensions=response.extensions)
+
+
 def test_http_listen_streams_are_bound_to_the_token(tmp_path: Path) -> None:
     """Over HTTP each listen stream hears as its token's principal: alice is told of her page's new
     commit; bob, naming the same URI, gets no frame about it (asserted on his raw messages)."""
-    from tests.pipeline.mcp.test_subscriptions import HERS, Raw, edit_hers, next_events
+    from tests.pipeline.mcp.test_subscriptions import HERS, edit_hers, next_events
 
     repo, _ = make_sample_repo(tmp_path / "r")
 
-    async def listen(url: str, token: str, raw: Raw, started: asyncio.Event) -> list[Any]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-            async with Client(streamable_http_client(url, http_client=http), message_handler=raw) as client:
+    async def listen(url: str, token: str, raw: Tee, started: asyncio.Event) -> list[Any]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60, transport=raw) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
                 async with client.listen(resource_subscriptions=[HERS]) as sub:
                     started.set()
                     return await next_events(sub, 4.0)
 
-    async def main(url: str) -> tuple[list[Any], list[Any], Raw]:
+    alice_raw = Tee()
+
+    async def main(url: str) -> tuple[list[Any], list[Any], Tee]:
         ready = [asyncio.Event(), asyncio.Event()]
-        bob_raw = Raw()
-        alice = asyncio.create_task(listen(url, TOKENS["alice"], Raw(), ready[0]))
+        bob_raw = Tee()
+        alice = asyncio.create_task(listen(url, TOKENS["alice"], alice_raw, ready[0]))
         bob = asyncio.create_task(listen(url, TOKENS["bob"], bob_raw, ready[1]))
         await asyncio.gather(*(e.wait() for e in ready))
         edit_hers(repo, "Prefers aisle seats now.")
@@ -179,4 +204,7 @@ def test_http_listen_streams_are_bound_to_the_token(tmp_path: Path) -> None:
     with serving(repo, tmp_path / "tokens") as url:
         hers, bobs, bob_raw = asyncio.run(main(url))
     assert {e.uri for e in hers} == {HERS}
-    assert bobs == [] and "notifications/resources/updated" not in "\n".join(bob_raw.frames)
+    assert b"notifications/resources/updated" in bytes(alice_raw.received)  # the tee sees such frames
+    raw = bytes(bob_raw.received)
+    assert b"notifications/subscriptions/acknowledged" in raw  # his stream was open and read
+    assert bobs == [] and b"notifications/resources/updated" not in raw and b"aisle" not in raw
