@@ -110,7 +110,7 @@ def build_server(repo: Repo, options: ServerOptions, **server_args: Any) -> Any:
         return run("kb_overview", READ, lambda s: s.overview(commit))
 
     @server.tool(
-        description="Search pages (hybrid BM25 + dense); each hit: page, section, lines, the matching passage, the page's L0.",
+        description="Search pages (hybrid BM25 + dense). Each hit: page, section, lines and, by level, its L0 summary, L1 outline or L2 passage.",
         annotations=reading,
     )
     def kb_search(
@@ -120,8 +120,10 @@ def build_server(repo: Repo, options: ServerOptions, **server_args: Any) -> Any:
         include_evidence: Annotated[bool, Field(description="Also search raw evidence.")] = False,
         at: Annotated[str | None, Field(description="Only pages valid on this date (YYYY-MM-DD).")] = None,
         commit: Commit = None,
+        level: Level = "L2",
+        cursor: Annotated[str | None, Field(description="The next_cursor a previous search returned: its next k hits.")] = None,
     ) -> str:
-        return run("kb_search", READ, lambda s: s.search(query, k, mode, include_evidence, at, commit))
+        return run("kb_search", READ, lambda s: s.search(query, k, mode, include_evidence, at, commit, level, cursor))
 
     @server.tool(
         description="Read a page: L0 (summary + outline), L1 (+ overview), L2 (all), or one section; long text has a cursor.",
