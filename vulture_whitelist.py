@@ -108,6 +108,8 @@ _.page_l0
 _.page_l1
 _.page_resource
 _.evidence_resource
+_.overview_resource  # kb mcp: registered by @server.resource
+_.subscribe  # pipeline.mcp.subscriptions.ServedBus: the SDK's SubscriptionBus protocol
 _.serve
 _.install
 _.verify_token

@@ -47,7 +47,27 @@ def prepare(workdir: Path, pages: int, model: str, embedder: str = "model") -> P
         if not root.exists():
             retrieval_scale.generate(root, pages, model=model)
         print(json.dumps({"build": retrieval_scale.build(root, embedder)}), file=sys.stderr)
+    if embedder == "hash":
+        relabel(root)
     return root
+
+
+def relabel(root: Path) -> None:
+    """Name the configured model as the embedder of a hash-vector index (same dimension), so that
+    the server accepts it and every hybrid query is embedded by the real model: the latency is
+    the model's and the dense search's over the same number of vectors; the dense ranks are noise."""
+    from kb.repo import Repo
+    from kb.retrieval.embedder import make_embedder
+    from kb.retrieval.store import index_store
+
+    repo = Repo(root)
+    folder = index_store(repo).current_path()
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    identity = make_embedder(repo.config.retrieval.embedder).identity
+    if manifest["build_key"]["embedder"] != identity:
+        manifest["build_key"]["embedder"] = identity
+        (folder / "manifest.json").write_text(json.dumps(manifest, sort_keys=True), encoding="utf-8")
+        print(json.dumps({"relabelled": str(folder.name), "as": identity}), file=sys.stderr)
 
 
 def calls(queries: list[str]) -> list[tuple[str, dict[str, Any]]]:

@@ -48,6 +48,15 @@ class ToolFailure(Exception):
     """A tool's failure as the client sees it: the CLI's one-line error and hint."""
 
 
+def listening_principal(options: ServerOptions) -> str | None:
+    """The principal a listen stream opened in this request hears about, if it may read."""
+    try:
+        principal, granted = _principal_and_scopes(options)
+    except ToolFailure:
+        return None
+    return principal if READ in granted else None
+
+
 def _principal_and_scopes(options: ServerOptions) -> tuple[str, frozenset[str]]:
     if not options.http:
         return options.principal, frozenset(SCOPES)
@@ -81,7 +90,10 @@ def build_server(repo: Repo, options: ServerOptions, **server_args: Any) -> Any:
     from mcp.server import MCPServer
     from mcp_types import ToolAnnotations
 
-    server = MCPServer(name="kb", instructions=INSTRUCTIONS, **server_args)
+    from pipeline.mcp.subscriptions import ServedBus
+
+    bus = ServedBus(repo, lambda: listening_principal(options))
+    server = MCPServer(name="kb", instructions=INSTRUCTIONS, subscriptions=bus, **server_args)
     reading = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
     adding = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
@@ -98,7 +110,7 @@ def build_server(repo: Repo, options: ServerOptions, **server_args: Any) -> Any:
         return run("kb_overview", READ, lambda s: s.overview(commit))
 
     @server.tool(
-        description="Search pages (hybrid BM25 + dense); each hit: page, section, lines, the matching passage, the page's L0.",
+        description="Search pages (hybrid BM25 + dense). Each hit: page, section, lines and, by level, its L0 summary, L1 outline or L2 passage.",
         annotations=reading,
     )
     def kb_search(
@@ -108,8 +120,10 @@ def build_server(repo: Repo, options: ServerOptions, **server_args: Any) -> Any:
         include_evidence: Annotated[bool, Field(description="Also search raw evidence.")] = False,
         at: Annotated[str | None, Field(description="Only pages valid on this date (YYYY-MM-DD).")] = None,
         commit: Commit = None,
+        level: Level = "L2",
+        cursor: Annotated[str | None, Field(description="The next_cursor a previous search returned: its next k hits.")] = None,
     ) -> str:
-        return run("kb_search", READ, lambda s: s.search(query, k, mode, include_evidence, at, commit))
+        return run("kb_search", READ, lambda s: s.search(query, k, mode, include_evidence, at, commit, level, cursor))
 
     @server.tool(
         description="Read a page: L0 (summary + outline), L1 (+ overview), L2 (all), or one section; long text has a cursor.",
@@ -144,12 +158,12 @@ def build_server(repo: Repo, options: ServerOptions, **server_args: Any) -> Any:
     @server.tool(
         description="Your memory for a question: profile, relevant pages and past turns, cited, within a token budget.", annotations=reading
     )
-    def kb_memory_context(question: str, budget: Annotated[int, Field(ge=100, le=32000)] = 2000) -> str:
-        return run("kb_memory_context", READ, lambda s: s.memory_context(question, budget))
+    def kb_memory_context(question: str, budget: Annotated[int, Field(ge=100, le=32000)] = 2000, commit: Commit = None) -> str:
+        return run("kb_memory_context", READ, lambda s: s.memory_context(question, budget, commit))
 
     @server.tool(description="A page's reviewed changes on the default branch, newest first, with their verdicts.", annotations=reading)
-    def kb_history(page: str, limit: Annotated[int, Field(ge=1, le=50)] = 20) -> str:
-        return run("kb_history", READ, lambda s: s.history(page, limit))
+    def kb_history(page: str, limit: Annotated[int, Field(ge=1, le=50)] = 20, commit: Commit = None) -> str:
+        return run("kb_history", READ, lambda s: s.history(page, limit, commit))
 
     @server.tool(description="A change's state: its head, merged or not, and the signed review verdicts and comments.", annotations=reading)
     def kb_change_status(branch: Annotated[str, Field(description="The branch kb_propose returned, e.g. kb/20261202-…")]) -> str:
@@ -200,6 +214,10 @@ def _add_resources(server: Any, repo: Repo, options: ServerOptions) -> None:
             from mcp.server.mcpserver.exceptions import ResourceError
 
             raise ResourceError(str(failure)) from None
+
+    @server.resource("kb://overview", description="The map of the pages you may read (what kb_overview returns).", mime_type="text/plain")
+    def overview_resource() -> str:
+        return read("kb://overview", lambda s: s.overview())
 
     @server.resource("kb://page/{+path}/l0", description="A page's summary and outline.", mime_type="text/plain")
     def page_l0(path: str) -> str:

@@ -8,8 +8,11 @@ Results are plain JSON values; each names the commit it was read from.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import pygit2
@@ -26,6 +29,34 @@ MAX_OVERVIEW_PAGES = 200
 MAX_HISTORY = 50
 REMEMBER_KINDS = ("conversation", "trajectory", "document", "tool-output")
 MAX_REMEMBER_BYTES = 4 * 1024 * 1024
+SEARCH_LEVELS = ("L0", "L1", "L2")
+MAX_SEARCH_DEPTH = 200  # hits of one kind a cursor may page through
+L0_HIT_FIELDS = ("kind", "id", "path", "title", "summary", "anchor", "line_start", "line_end", "score", "scope", "status")
+
+
+def _query_key(principal: str, text: str, mode: str, include_evidence: bool, at: str | None) -> str:
+    """What a search cursor is bound to besides its commit: who asked what, how."""
+    asked = json.dumps([principal, text, mode, include_evidence, at or ""], ensure_ascii=False)
+    return hashlib.sha256(asked.encode("utf-8")).hexdigest()[:16]
+
+
+def _make_cursor(key: str, commit: str, offset: int) -> str:
+    raw = json.dumps({"q": key, "c": commit, "o": offset}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode("ascii")).decode("ascii").rstrip("=")
+
+
+def _open_cursor(cursor: str, key: str) -> tuple[int, str]:
+    """(offset, commit) of a cursor ``_make_cursor`` made for the query ``key``; UsageError else."""
+    try:
+        fields = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        offset, commit, made_for = int(fields["o"]), str(fields["c"]), str(fields["q"])
+    except (ValueError, TypeError, KeyError, binascii.Error):
+        raise UsageError("not a kb_search cursor", hint="pass the next_cursor a kb_search result returned") from None
+    if made_for != key or offset < 1:
+        raise UsageError(
+            "this cursor is from another search", hint="pass a cursor only with the query, mode, include_evidence and at it came from"
+        )
+    return offset, commit
 
 
 @dataclass(frozen=True)
@@ -88,19 +119,61 @@ class KbService:
         include_evidence: bool = False,
         at: str | None = None,
         commit: str | None = None,
+        level: str = "L2",
+        cursor: str | None = None,
     ) -> dict[str, Any]:
+        """Hits at ``level`` (L0: the page's summary; L1: plus its outline; L2: plus the matching
+        passage). ``next_cursor`` continues with the next ``k`` hits (of each kind) of the same
+        query at the same commit; it holds no state, so any server over the repository takes it."""
         from kb.retrieval.search import make_query, open_searcher
 
+        if level not in SEARCH_LEVELS:
+            raise UsageError(f"unknown level {level!r}", hint="use L0, L1 or L2")
         q = make_query(query, self.principal, k, at, mode, include_evidence, False)
+        key = _query_key(self.principal, q.text, mode, include_evidence, at)
+        offset = 0
+        if cursor is not None:
+            offset, at_commit = _open_cursor(cursor, key)
+            if commit is not None and self._commit(commit) != at_commit:
+                raise UsageError(f"this cursor is from commit {at_commit[:12]}, not {commit}", hint="search again without the cursor")
+            commit = at_commit
         searcher = open_searcher(self.repo, commit)
-        hits = searcher.search(q)
+        sha = searcher.manifest.source_commit
+        deeper = replace(q, k=offset + k + 1)  # one more of each kind tells whether a next page exists
+        found = searcher.search(deeper)
+        more = False
+        hits = []
+        for kind in ("page", "evidence"):
+            of_kind = [h for h in found if h.kind == kind]
+            hits += of_kind[offset : offset + k]
+            more = more or len(of_kind) > offset + k
+        more = more and offset + k < MAX_SEARCH_DEPTH
         return {
-            "commit": searcher.manifest.source_commit,
+            "commit": sha,
             "query": q.text,
             "mode": mode,
+            "level": level,
             "dense_pending": searcher.dense_pending,
-            "hits": [h.to_dict() for h in hits],
+            "hits": [self._hit_at(h.to_dict(), level, sha) for h in hits],
+            "next_cursor": _make_cursor(key, sha, offset + k) if more else None,
         }
+
+    def _hit_at(self, hit: dict[str, Any], level: str, sha: str) -> dict[str, Any]:
+        from kb.retrieval.reading import read_page
+
+        if level == "L2":
+            return hit
+        short = {name: hit[name] for name in L0_HIT_FIELDS}
+        if level == "L1":
+            outline: list[dict[str, Any]] = []
+            if hit["kind"] == "page":
+                try:
+                    view = read_page(self.repo, hit["id"], self.principal, sha, "L0")
+                    outline = [asdict(entry) for entry in view.outline]
+                except NotFoundError:
+                    pass
+            short["outline"] = outline
+        return short
 
     def read(
         self,
@@ -164,36 +237,41 @@ class KbService:
             "total_lines": len(all_lines),
         }
 
-    def memory_context(self, question: str, budget: int = 2000) -> dict[str, Any]:
+    def memory_context(self, question: str, budget: int = 2000, commit: str | None = None) -> dict[str, Any]:
+        """The user's memory context from the served index version (or the one of ``commit``);
+        the result names the commit that version was built from."""
         from kb.memory_context import build_context
+        from kb.retrieval.search import open_searcher
 
         if self.user is None:
             raise UsageError("a memory context is a user's", hint="connect as the user (kb mcp --as user:ID, or a user's token)")
-        sha = self._commit(None)
-        return {"commit": sha, **build_context(self.repo, self.user, question, budget).to_dict()}
+        searcher = open_searcher(self.repo, self._commit(commit) if commit else None)
+        context = build_context(self.repo, self.user, question, budget, searcher=searcher)
+        return {**context.to_dict(), "commit": searcher.manifest.source_commit}
 
-    def history(self, page: str, limit: int = 20) -> dict[str, Any]:
-        """A page's changes on the default branch (newest first), with the merge's verdicts."""
+    def history(self, page: str, limit: int = 20, commit: str | None = None) -> dict[str, Any]:
+        """A page's changes on the default branch (or up to ``commit``), newest first, with the
+        merge's verdicts."""
         from kb.retrieval.reading import load_page
 
-        sha = self._commit(None)
+        sha = self._commit(commit)
         parsed, _ = load_page(self.repo, page, self.principal, sha)
         path = parsed.path
         changes: list[dict[str, Any]] = []
-        walker = self.repo.git.walk(self._at(None).id, pygit2.enums.SortMode.TOPOLOGICAL)
+        walker = self.repo.git.walk(self._at(commit).id, pygit2.enums.SortMode.TOPOLOGICAL)
         walker.simplify_first_parent()
-        for commit in walker:
+        for change in walker:
             if len(changes) >= min(max(limit, 1), MAX_HISTORY):
                 break
-            before = commit.parents[0] if commit.parents else None
-            if _blob_at(commit, path) == (_blob_at(before, path) if before is not None else None):
+            before = change.parents[0] if change.parents else None
+            if _blob_at(change, path) == (_blob_at(before, path) if before is not None else None):
                 continue
-            trailers = _trailers(commit.message)
+            trailers = _trailers(change.message)
             changes.append(
                 {
-                    "commit": str(commit.id),
-                    "time": commit.commit_time,
-                    "subject": commit.message.splitlines()[0] if commit.message else "",
+                    "commit": str(change.id),
+                    "time": change.commit_time,
+                    "subject": change.message.splitlines()[0] if change.message else "",
                     "verdicts": trailers.get("Kb-Verdicts", ""),
                     "reviewers": trailers.get("Kb-Reviewer-Model", ""),
                     "evidence": trailers.get("Kb-Evidence", ""),

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -62,8 +64,13 @@ TOKENS = {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789", "admin":
 
 @pytest.fixture(scope="module")
 def http_server(sample: tuple[Repo, dict[str, str]], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    repo, _ = sample
-    folder = tmp_path_factory.mktemp("tokens")
+    with serving(sample[0], tmp_path_factory.mktemp("tokens")) as url:
+        yield url
+
+
+@contextmanager
+def serving(repo: Repo, folder: Path) -> Iterator[str]:
+    """``kb mcp --http --writes`` over ``repo`` on a free loopback port, with the three tokens."""
     grants = [
         {"name": "alice", "sha256": token_digest(TOKENS["alice"]), "principal": "user:alice", "scopes": ["kb:read"]},
         {"name": "bob", "sha256": token_digest(TOKENS["bob"]), "principal": "user:bob", "scopes": ["kb:read", "kb:remember"]},
@@ -143,3 +150,61 @@ def test_http_twenty_concurrent_calls_all_answered(http_server: str) -> None:
 
     answers = asyncio.run(main())
     assert answers == ["knowledge/travel/visas" if n % 2 == 0 else "users/alice/preferences" for n in range(20)]
+
+
+class Tee(httpx2.AsyncBaseTransport):
+    """A transport that keeps every response byte the client receives (the raw SSE frames)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.received = bytearray()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        tee = self
+
+        class Stream(httpx2.AsyncByteStream):
+            async def __aiter__(self) -> Any:
+                async for chunk in response.stream:  # type: ignore[union-attr]
+                    tee.received.extend(chunk)
+                    yield chunk
+
+            async def aclose(self) -> None:
+                await response.aclose()
+
+        return httpx2.Response(response.status_code, headers=response.headers, stream=Stream(), extensions=response.extensions)
+
+
+def test_http_listen_streams_are_bound_to_the_token(tmp_path: Path) -> None:
+    """Over HTTP each listen stream hears as its token's principal: alice is told of her page's new
+    commit; bob, naming the same URI, gets no frame about it (asserted on his raw messages)."""
+    from tests.pipeline.mcp.test_subscriptions import HERS, edit_hers, next_events
+
+    repo, _ = make_sample_repo(tmp_path / "r")
+
+    async def listen(url: str, token: str, raw: Tee, started: asyncio.Event) -> list[Any]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60, transport=raw) as http:
+            async with Client(streamable_http_client(url, http_client=http)) as client:
+                async with client.listen(resource_subscriptions=[HERS]) as sub:
+                    started.set()
+                    return await next_events(sub, 4.0)
+
+    alice_raw = Tee()
+
+    async def main(url: str) -> tuple[list[Any], list[Any], Tee]:
+        ready = [asyncio.Event(), asyncio.Event()]
+        bob_raw = Tee()
+        alice = asyncio.create_task(listen(url, TOKENS["alice"], alice_raw, ready[0]))
+        bob = asyncio.create_task(listen(url, TOKENS["bob"], bob_raw, ready[1]))
+        await asyncio.gather(*(e.wait() for e in ready))
+        edit_hers(repo, "Prefers aisle seats now.")
+        return await alice, await bob, bob_raw
+
+    (tmp_path / "tokens").mkdir()
+    with serving(repo, tmp_path / "tokens") as url:
+        hers, bobs, bob_raw = asyncio.run(main(url))
+    assert {e.uri for e in hers} == {HERS}
+    assert b"notifications/resources/updated" in bytes(alice_raw.received)  # the tee sees such frames
+    raw = bytes(bob_raw.received)
+    assert b"notifications/subscriptions/acknowledged" in raw  # his stream was open and read
+    assert bobs == [] and b"notifications/resources/updated" not in raw and b"aisle" not in raw
