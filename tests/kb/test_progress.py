@@ -108,7 +108,7 @@ def test_check_and_run_report_progress_to_a_log(cli, tmp_path: Path, monkeypatch
     checked = cli("check", cwd=root)
     assert checked.code == 0, checked.err
     lines = checked.err.splitlines()
-    assert lines[0].startswith("check ") and re.match(r"check \d+ pages: (\d+)/\1 in ", lines[-1]), checked.err
+    assert lines[0].startswith("check ") and re.match(r"check \d+ pages: (\d+)/\1 rule families in ", lines[-1]), checked.err
     doc = tmp_path / "policy.md"
     doc.write_text("# Policy\n\nTrips are booked 14 days ahead.\n")
     assert cli("evidence", "add", str(doc)).code == 0
