@@ -165,6 +165,8 @@ def build_corpus(
         if publishing.progress:
             publishing.progress("text index", 0, len(plan.add), "chunks")
         counts = write_text_index(tmp, corpus.docs, rows, patch)
+        if publishing.progress:  # the stage ends (an open stage would go on ticking)
+            publishing.progress("text index", len(plan.add), len(plan.add), "chunks")
         if layer is not None:
             counts = layer.write(tmp, counts)
         write_summary(tmp, commit, counts, corpus.docs if layer is None else None)
