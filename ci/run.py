@@ -52,9 +52,9 @@ def check_selection(repo: Repo, snapshot: Snapshot, selection: Selection) -> Che
     steps = len(RULE_FAMILIES) + 1
     stage = f"check {len(selection.pages)} pages"
     for n, family in enumerate(RULE_FAMILIES):
-        report(stage, n, steps)
+        report(stage, n, steps, "rule families")
         findings.extend(family.check(snapshot, selection))
-    report(stage, steps - 1, steps)
+    report(stage, steps - 1, steps, "rule families")
     findings.extend(evidence.check(snapshot, selection, repo.git))
-    report(stage, steps, steps)
+    report(stage, steps, steps, "rule families")
     return CheckReport(sort_findings(findings), len(selection.pages))

@@ -100,7 +100,7 @@ def _root(
 ) -> None:
     set_repo_option(repo)
     set_lock_wait(lock_wait)
-    set_reporter(Reporter(quiet=quiet))
+    set_reporter(Reporter(quiet=quiet, tick=True))
 
 
 app.command("init")(repository.init)

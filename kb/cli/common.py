@@ -100,6 +100,6 @@ def parse_cutoffs(text: str) -> list[int]:
     return values
 
 
-def progress(stage: str, done: int, total: int) -> None:
+def progress(stage: str, done: int, total: int, unit: str = "") -> None:
     """Progress of long work on stderr (kb.progress: in place on a terminal, plain lines in a log)."""
-    report(stage, done, total)
+    report(stage, done, total, unit)

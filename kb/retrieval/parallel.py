@@ -26,10 +26,16 @@ def balanced_parts(texts: list[str], parts: int) -> list[list[str]]:
 
 
 def embed_parts(
-    pool: ThreadPoolExecutor, texts: list[str], workers: int, embed: Callable[[list[str], threading.Event], NDArray[np.float32]]
+    pool: ThreadPoolExecutor,
+    texts: list[str],
+    workers: int,
+    embed: Callable[..., NDArray[np.float32]],
+    each: Callable[[int, NDArray[np.float32]], None] | None = None,
 ) -> NDArray[np.float32]:
     """``texts`` in ``workers`` balanced parts, each embedded by ``embed(part, stop)`` on ``pool``,
-    stacked in order. On Ctrl-C (or a failed part) ``stop`` is set, so the other threads stop
+    stacked in order. With ``each``, ``embed(part, stop, sink)`` is called instead, and the
+    sink passes each vector on to ``each`` with its position in ``texts`` (from the worker's
+    thread, as soon as the vector exists). On Ctrl-C (or a failed part) ``stop`` is set, so the other threads stop
     within their current step instead of finishing their part and the process exits at once
     rather than when the interpreter joins the pool's threads; submitting starts threads, so it
     is inside the guarded block too."""
@@ -38,11 +44,20 @@ def embed_parts(
     stop = threading.Event()
     futures: list[Future[NDArray[np.float32]]] = []
     try:
+        offset = 0
         for part in balanced_parts(texts, workers):
-            futures.append(pool.submit(embed, part, stop))
+            if each is None:
+                futures.append(pool.submit(embed, part, stop))
+            else:
+                futures.append(pool.submit(embed, part, stop, _shifted(each, offset)))
+            offset += len(part)
         return np.vstack([future.result() for future in futures])
     except BaseException:
         stop.set()
         for future in futures:
             future.cancel()
         raise
+
+
+def _shifted(each: Callable[[int, NDArray[np.float32]], None], offset: int) -> Callable[[int, NDArray[np.float32]], None]:
+    return lambda n, vector: each(offset + n, vector)

@@ -1,23 +1,29 @@
 """Progressive publishing: a new version is searchable before the model has embedded it.
 
 A progressive build publishes the version first with its text index whole and the vectors
-known so far (reused, or in the embedding cache); the rest are embedded ``batch`` texts at a
-time, each batch published as a version of its own (``publish_batch``: the previous version's
-files hard-linked, the vectors and the pending rows written anew). Until its vector arrives a
-chunk is found by BM25 alone. A build interrupted meanwhile leaves the last published version
-serving, and the next build embeds the rows it left pending.
+known so far (reused, or in the embedding cache); the rest are embedded in small groups, and
+the vectors made are published as a version of their own (``publish_batch``: the previous
+version's files hard-linked, the vectors and the pending rows written anew) every ``batch``
+texts or every ``every_s`` seconds, whichever comes first, so that ``kb index status`` and
+hybrid search improve steadily even on a machine that embeds a text a second. A group is sized
+from the rate measured so far to take about ``every_s / 6``, so the time bound holds when the
+machine slows down. Each vector goes into the embedding cache the moment it is computed
+(``kb.retrieval.embed_cache``). Until its vector arrives a chunk is found by BM25 alone. A
+build interrupted meanwhile leaves the last published version serving, and the next build
+embeds the rows it left pending, taking from the cache every vector already computed.
 """
 
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kb.retrieval.embed_cache import CachedEmbedder
-from kb.retrieval.embedder import Embedder, embed_all
+from kb.retrieval.embedder import Embedder, embed_all, embed_each
 from kb.retrieval.manifest import MANIFEST_FILE
 from kb.retrieval.store import IndexStore
 from kb.retrieval.tables import INTERIM_FILE, PENDING_FILE, interim_rows, link, pending_rows
@@ -25,19 +31,29 @@ from kb.retrieval.tables import INTERIM_FILE, PENDING_FILE, interim_rows, link, 
 if TYPE_CHECKING:
     from kb.retrieval.embedder import Vectors
 
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
-PUBLISH_BATCH = 256  # texts a progressive build embeds between two published versions
+
+# Hears of long work: (stage, done, total) or (stage, done, total, unit), as ``kb.progress.report``
+# takes them (three-argument callables stay valid: the unit is passed only by this package).
+Progress = Callable[..., None]
+PUBLISH_BATCH = 32  # at most this many texts embedded between two published versions ...
+PUBLISH_EVERY_S = 30.0  # ... and at most this long between two (while vectors are being made)
+FIRST_GROUP = 8  # texts in the first group, before any rate is known
 INLINE_MAX = 16  # at most this many texts to embed: embed them before publishing (a few seconds)
 
 
 @dataclass(frozen=True)
 class Publishing:
     """How a build publishes its version: at once with every vector (the default), or
-    progressively (``progressive``): searchable first, then ``batch`` texts embedded at a time,
-    unless no more than ``inline`` texts need the model. ``progress`` hears of each stage."""
+    progressively (``progressive``): searchable first, then the vectors published every
+    ``batch`` texts or ``every_s`` seconds, unless no more than ``inline`` texts need the model.
+    ``progress`` hears of each stage. ``embed=False``: no model call at all (an evaluation of
+    BM25 alone): the version is published with the vectors the cache and the previous version
+    hold, every other row pending."""
 
     progressive: bool = False
     batch: int = PUBLISH_BATCH
+    every_s: float = PUBLISH_EVERY_S
+    embed: bool = True
     inline: int = INLINE_MAX
     progress: Progress | None = None
 
@@ -75,27 +91,48 @@ def vectors_at_hand(
         got.update({need[i]: vector for i, vector in found.items()})
     timer.from_cache = len(got) - before
     missing = [h for h in need if h not in got]
-    if missing and (inline < 0 or len(missing) <= inline):
-        stage = (lambda done, total: progress("embed", done, total)) if progress else None
+    if missing and publishing.embed and (inline < 0 or len(missing) <= inline):
+        stage = (lambda done, total: progress("embed", done, total, "chunks")) if progress else None
         got.update(zip(missing, embed_all(embedder, [text_of[h] for h in missing], stage), strict=True))
     timer.embed = time.perf_counter() - t0
 
 
 def embed_pending(store: IndexStore, name: str, waiting: Waiting, embedder: Embedder, publishing: Publishing, timer: Timer) -> str:
-    """Embed the texts of the pending rows of version ``name`` ``publishing.batch`` at a time,
-    publishing a version after each batch; return the last version's name."""
-    rows_of, text_of, progress, batch = waiting.rows_of, waiting.text_of, publishing.progress, publishing.batch
+    """Embed the texts of the pending rows of version ``name``, publishing a version every
+    ``publishing.batch`` vectors or ``publishing.every_s`` seconds; return the last version's name."""
+    rows_of, text_of, progress = waiting.rows_of, waiting.text_of, publishing.progress
     todo = sorted(rows_of)
-    t0 = time.perf_counter()
+    batch, every = max(1, publishing.batch), max(0.001, publishing.every_s)
+    t0 = last = time.perf_counter()
+    fresh: list[tuple[list[int], Vectors]] = []  # made since the last publication
+    lock = threading.Lock()
+    done = [0]
     if progress:
-        progress("embed", 0, len(todo))
-    for i in range(0, len(todo), max(1, batch)):
-        part = todo[i : i + max(1, batch)]
-        vectors = embedder.embed_passages([text_of[h] for h in part])
-        name = publish_batch(store, name, waiting.source, [(rows_of[h], vectors[j]) for j, h in enumerate(part)])
-        timer.published += 1
-        if progress:
-            progress("embed", min(i + len(part), len(todo)), len(todo))
+        progress("embed", 0, len(todo), "chunks")
+    at, group = 0, min(batch, FIRST_GROUP)
+    part: list[str] = []
+
+    def each(n: int, vector: Vectors) -> None:
+        with lock:  # from the embedder's threads, as each vector is made
+            fresh.append((rows_of[part[n]], vector))
+            done[0] += 1
+            if progress:
+                progress("embed", done[0], len(todo), "chunks")
+
+    while at < len(todo):
+        part = todo[at : at + group]
+        started = time.perf_counter()
+        embed_each(embedder, [text_of[h] for h in part], each)
+        at += len(part)
+        now = time.perf_counter()
+        rate = len(part) / max(now - started, 1e-6)  # texts a second, on this machine now
+        step = max(1, min(batch, int(rate * every / 6)))  # about every_s / 6 at that rate
+        if fresh and (at >= len(todo) or len(fresh) >= batch or now - last + step / rate > every):
+            name = publish_batch(store, name, waiting.source, list(fresh))
+            fresh.clear()
+            last = time.perf_counter()
+            timer.published += 1
+        group = max(1, min(step, batch - len(fresh)))  # the next publication after ``batch`` vectors at most
     timer.embed += time.perf_counter() - t0
     return name
 

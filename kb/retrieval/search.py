@@ -411,7 +411,9 @@ class Searcher:
     # ---- search --------------------------------------------------------------------------
 
     def search(self, query: Query) -> list[Hit]:
-        vector = self.embed_query(query.text) if query.mode in ("hybrid", "dense") else None
+        # no vector served yet (every row pending): the model is not loaded for a query vector
+        dense = query.mode in ("hybrid", "dense") and bool((self.live & ~self.pending).any())
+        vector = self.embed_query(query.text) if dense else None
         hits = self._search_namespace(PAGE, query, vector)
         if query.include_evidence:
             hits += self._search_namespace(EVIDENCE, query, vector)

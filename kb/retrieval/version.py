@@ -163,8 +163,10 @@ def build_corpus(
         patch = Patch(plan, old_folder, Delta.of(old, old_folder, rows.ids, plan), stale, standins)
         pending = write_vectors(tmp, rows, patch, got, _dimension(got, old_folder, embedder))
         if publishing.progress:
-            publishing.progress("text index", 0, len(plan.add))
+            publishing.progress("text index", 0, len(plan.add), "chunks")
         counts = write_text_index(tmp, corpus.docs, rows, patch)
+        if publishing.progress:  # the stage ends (an open stage would go on ticking)
+            publishing.progress("text index", len(plan.add), len(plan.add), "chunks")
         if layer is not None:
             counts = layer.write(tmp, counts)
         write_summary(tmp, commit, counts, corpus.docs if layer is None else None)
@@ -177,7 +179,7 @@ def build_corpus(
     store.collect_garbage([name, previous])
     timer.servable = time.perf_counter() - timer.start
     timer.published = 1
-    if len(pending):
+    if len(pending) and publishing.embed:
         rows_of: dict[str, list[int]] = {}
         for row in pending.tolist():
             rows_of.setdefault(hashes[rows.ids[row]], []).append(row)

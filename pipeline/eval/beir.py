@@ -212,7 +212,7 @@ def run_eval(
         store = IndexStore(workdir or Path(tmp))
         source = CorpusSource(beir_corpus(data, r.chunk_tokens, r.chunk_overlap), _fingerprint(corpus))
         spec = BuildSpec(build_key(config, embedder.identity), config_hash(config, "retrieval"))
-        result = build_corpus(store, source, embedder, spec, Publishing(progress=progress))
+        result = build_corpus(store, source, embedder, spec, Publishing(progress=progress, embed=any(m != "bm25" for m in modes)))
         searcher = Searcher(store.current_path(), embedder, r.candidates, r.rrf_k)
         try:
             reports = evaluate(searcher, data, modes, ks, progress)

@@ -108,10 +108,23 @@ def test_check_and_run_report_progress_to_a_log(cli, tmp_path: Path, monkeypatch
     checked = cli("check", cwd=root)
     assert checked.code == 0, checked.err
     lines = checked.err.splitlines()
-    assert lines[0].startswith("check ") and re.match(r"check \d+ pages: (\d+)/\1 in ", lines[-1]), checked.err
+    assert lines[0].startswith("check ") and re.match(r"check \d+ pages: (\d+)/\1 rule families in ", lines[-1]), checked.err
     doc = tmp_path / "policy.md"
     doc.write_text("# Policy\n\nTrips are booked 14 days ahead.\n")
     assert cli("evidence", "add", str(doc)).code == 0
     ran = cli("run")  # the index build after the merge reports like `kb index build`
     assert ran.code == 0 and any(line.startswith("embed: ") for line in ran.err.splitlines()), ran.err
     assert cli("--quiet", "check").err == ""
+
+
+def test_the_ticker_writes_on_time_while_the_work_reports_nothing() -> None:
+    import time
+
+    stream = io.StringIO()
+    report = Reporter(stream, quiet_for_s=0, every_s=0.2, tick=True)  # the real clock
+    report("embed", 0, 10, "chunks")
+    time.sleep(1.1)  # one long model call: no report from the work
+    report("embed", 10, 10, "chunks")
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "embed: 0/10 chunks" and lines[-1].startswith("embed: 10/10 chunks in ")
+    assert len([line for line in lines[1:-1] if line.startswith("embed: 0/10 chunks [")]) >= 3, lines
