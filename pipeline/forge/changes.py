@@ -299,7 +299,8 @@ def merge_message(record: MergeRecord) -> tuple[str, str]:
 def _merge_record(repo: Repo, forge: Forge, change: Change, base: str, info: dict[str, str], approval_login: str) -> MergeRecord:
     approval = None
     records = []
-    for review in reviews_by(forge.reviews(change), approval_login):
+    history = [r for r in forge.reviews(change) if r.author == approval_login and r.state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED")]
+    for review in history:  # a dismissed approval (a push after it) is part of the story too
         try:
             records.append(record_in(review.body, f"of {change.ref}"))
         except GateError:

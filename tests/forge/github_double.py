@@ -94,6 +94,24 @@ class Thread:
 
 
 @dataclass
+class Protection:
+    """Branch protection of the default branch, as a repository admin sets it on github.com.
+
+    ``required_contexts``: status checks that must be ``success`` on the head (a commit status or
+    a check run of that name; GitHub accepts either); ``strict``: the head must contain the base's
+    tip ("Require branches to be up to date"); ``required_approvals``: approving reviews by
+    someone other than the author; ``dismiss_stale_reviews``: a push dismisses the approvals;
+    ``linear_history``: no merge commits on the branch. The same rules are served as a ruleset
+    (``GET /rules/branches/{branch}``), which any token that can read the repository may read."""
+
+    required_contexts: tuple[str, ...] = ("kb/gate",)
+    strict: bool = False
+    required_approvals: int = 1
+    dismiss_stale_reviews: bool = True
+    linear_history: bool = False
+
+
+@dataclass
 class Answer:
     status: int
     body: Any
@@ -103,14 +121,25 @@ class Answer:
 class GitHubDouble:
     """A loopback TEST DOUBLE of GitHub's REST subset plus git smart-HTTP (see the module docstring)."""
 
-    def __init__(self, root: Path, owner: str = "acme", name: str = "kb", required_contexts: tuple[str, ...] = ("kb/gate",)) -> None:
+    def __init__(
+        self,
+        root: Path,
+        owner: str = "acme",
+        name: str = "kb",
+        required_contexts: tuple[str, ...] = ("kb/gate",),
+        protection: Protection | None = None,
+    ) -> None:
         self.root = root
         self.owner, self.name = owner, name
         self.bare_path = root / owner / f"{name}.git"
         self.bare = pygit2.init_repository(str(self.bare_path), bare=True, initial_head="main")
         self.bare.config["http.receivepack"] = "true"
         self.tokens: dict[str, tuple[str, str]] = {}  # token -> (login, write | read)
-        self.required_contexts = required_contexts
+        self.protection = protection or Protection(required_contexts=required_contexts)
+        # the repository's merge buttons (Settings > General > Pull Requests)
+        self.allow_merge_commit = self.allow_squash_merge = self.allow_rebase_merge = True
+        self.check_runs: dict[str, list[dict[str, Any]]] = {}  # head sha -> check runs, newest first
+        self.computing: set[int] = set()  # pull requests whose mergeability GitHub is still computing
         self.pulls: dict[int, Pull] = {}
         self.statuses: dict[str, list[dict[str, Any]]] = {}
         self.fail_next: list[Answer] = []
@@ -147,6 +176,32 @@ class GitHubDouble:
         self._server.shutdown()
         self._server.server_close()
 
+    # ---- what CI and GitHub do ------------------------------------------------------------
+
+    def add_check_run(self, sha: str, name: str, status: str = "completed", conclusion: str | None = "success") -> None:
+        """A check run on ``sha`` (what a GitHub Actions job such as ``kb-check`` reports)."""
+        run_id = next(self._ids)
+        self.check_runs.setdefault(sha, []).insert(
+            0, {"id": run_id, "name": name, "status": status, "conclusion": conclusion if status == "completed" else None}
+        )
+
+    def secondary_rate_limit(self, retry_after: int = 1) -> None:
+        """The next API call is refused as GitHub refuses bursts: 403 with ``Retry-After``."""
+        message = (
+            "You have exceeded a secondary rate limit and have been temporarily blocked from content creation. "
+            "Please retry your request again later."
+        )
+        docs = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+        self.fail_next.append(Answer(403, {"message": message, "documentation_url": docs}, {"Retry-After": str(retry_after)}))
+
+    def contexts_on(self, sha: str) -> dict[str, str]:
+        """Each status context and check run name on ``sha`` with its latest state (a check run's
+        conclusion, or its status while it runs)."""
+        states = {s["context"]: s["state"] for s in reversed(self.statuses.get(sha, []))}
+        for run in reversed(self.check_runs.get(sha, [])):
+            states[run["name"]] = run["conclusion"] or run["status"]
+        return states
+
     # ---- what a person does on github.com ------------------------------------------------
 
     def close(self, number: int) -> None:
@@ -164,7 +219,7 @@ class GitHubDouble:
         return str(commit)
 
     def merge_as_person(self, number: int) -> str:
-        """A person presses "Merge pull request" (no kb record, no rule checked)."""
+        """An admin merges past the rules (no kb record, no rule checked: a bypass)."""
         pull = self.pulls[number]
         base_ref = self.bare.references[f"refs/heads/{pull.base}"]
         base_tip, head = base_ref.peel(pygit2.Commit), self.bare[self.branch_sha(pull.head) or pull.head_sha].peel(pygit2.Commit)
@@ -173,6 +228,13 @@ class GitHubDouble:
         commit = self.bare.create_commit(base_ref.name, sig, sig, f"Merge pull request #{number}\n", tree, [base_tip.id, head.id])
         pull.merged, pull.state, pull.merge_sha, pull.head_sha = True, "closed", str(commit), str(head.id)
         return str(commit)
+
+    def press_merge(self, number: int, login: str, method: str = "merge") -> Answer:
+        """A person presses "Merge pull request" on github.com: the same rules as the API."""
+        with self._lock:
+            pull = self.pulls[number]
+            self._refresh(pull)
+            return self._merge(pull, {"merge_method": method}, login)
 
     def file_at(self, branch: str, path: str) -> str | None:
         tree = self.bare.references[f"refs/heads/{branch}"].peel(pygit2.Commit).tree
@@ -183,8 +245,23 @@ class GitHubDouble:
             if when == event:
                 del self.meanwhile[n]
                 action(pull)
-                pull.head_sha = self.branch_sha(pull.head) or pull.head_sha
+                self._refresh(pull)
                 return
+
+    def _refresh(self, pull: Pull) -> None:
+        """A push moved the head: GitHub recomputes mergeability, dismisses stale approvals (when
+        protection says so) and moves ``refs/pull/N/head``."""
+        if not (pull.state == "open" and not pull.merged):
+            return
+        sha = self.branch_sha(pull.head) or pull.head_sha
+        if sha != pull.head_sha:
+            pull.head_sha = sha
+            self.computing.add(pull.number)
+            if self.protection.dismiss_stale_reviews:
+                for review in pull.reviews:
+                    if review["state"] == "APPROVED":
+                        review["state"] = "DISMISSED"
+        self.bare.references.create(f"refs/pull/{pull.number}/head", pygit2.Oid(hex=pull.head_sha), force=True)
 
     def branch_sha(self, branch: str) -> str | None:
         ref = self.bare.references.get(f"refs/heads/{branch}")
@@ -226,6 +303,9 @@ class GitHubDouble:
                 "homepage": None,
                 "language": None,
                 "default_branch": "main",
+                "allow_merge_commit": self.allow_merge_commit,
+                "allow_squash_merge": self.allow_squash_merge,
+                "allow_rebase_merge": self.allow_rebase_merge,
                 "has_pages": False,
                 "disabled": False,
                 "pushed_at": NOW,
@@ -253,6 +333,11 @@ class GitHubDouble:
         ref = {"comments", "commits", "statuses", "html", "issue", "review_comments", "review_comment", "self"}
         side = {"repo": self._repo(), "user": self._user(self.owner)}
         base_sha = self.branch_sha(pull.base) or ""
+        mergeable: bool | None = None
+        if pull.number in self.computing:  # the first read after a push: GitHub starts computing it
+            self.computing.discard(pull.number)
+        elif pull.state == "open" and not pull.merged:
+            mergeable = not self._merge_index(pull).conflicts
         return data | {
             "html_url": f"{self.base_url}/{self.owner}/{self.name}/pull/{pull.number}",
             "id": pull.number + 5000,
@@ -275,8 +360,8 @@ class GitHubDouble:
             "author_association": "CONTRIBUTOR",
             "auto_merge": None,
             "merged": pull.merged,
-            "mergeable": None,
-            "mergeable_state": "unknown",
+            "mergeable": mergeable,
+            "mergeable_state": "unknown" if mergeable is None else "clean" if mergeable else "dirty",
             "merged_by": None,
             "merge_commit_sha": pull.merge_sha,
             "comments": 0,
@@ -349,13 +434,82 @@ class GitHubDouble:
                 return Answer(401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
             login, access = self.tokens[token]
             prefix = f"/repos/{self.owner}/{self.name}"
-            if not path.startswith(prefix + "/"):
+            if path != prefix and not path.startswith(prefix + "/"):
                 return Answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
             if method != "GET" and access != "write":
                 return Answer(403, {"message": "Resource not accessible by personal access token"})
             return self._route(method, path.removeprefix(prefix), query, body, login)
 
+    def _page(self, path: str, query: dict[str, list[str]], items: list[Any]) -> tuple[list[Any], dict[str, str]]:
+        """One page of ``items`` (``page``, ``per_page``: default 30, at most 100) and GitHub's
+        ``Link`` header naming the next and last pages."""
+        page = max(1, int(query.get("page", ["1"])[0]))
+        per_page = min(100, max(1, int(query.get("per_page", ["30"])[0])))
+        last = max(1, -(-len(items) // per_page))
+        links = []
+        others = "".join(f"&{k}={v[0]}" for k, v in sorted(query.items()) if k not in ("page", "per_page"))
+        url = f"{self.api_url}/repos/{self.owner}/{self.name}{path}?per_page={per_page}{others}"
+        if page < last:
+            links += [f'<{url}&page={page + 1}>; rel="next"', f'<{url}&page={last}>; rel="last"']
+        if page > 1:
+            links += [f'<{url}&page={page - 1}>; rel="prev"', f'<{url}&page=1>; rel="first"']
+        return items[(page - 1) * per_page : page * per_page], {"Link": ", ".join(links)} if links else {}
+
+    def _rules(self) -> list[dict[str, Any]]:
+        """The protection of the default branch as ``GET /rules/branches/{branch}`` lists it."""
+        rule = {"ruleset_source_type": "Repository", "ruleset_source": f"{self.owner}/{self.name}", "ruleset_id": 1}
+        rules: list[dict[str, Any]] = []
+        protection = self.protection
+        if protection.required_contexts:
+            checks = [{"context": c} for c in protection.required_contexts]
+            parameters = {"required_status_checks": checks, "strict_required_status_checks_policy": protection.strict}
+            rules.append(rule | {"type": "required_status_checks", "parameters": parameters})
+        if protection.required_approvals:
+            parameters = {
+                "required_approving_review_count": protection.required_approvals,
+                "dismiss_stale_reviews_on_push": protection.dismiss_stale_reviews,
+                "require_code_owner_review": False,
+                "require_last_push_approval": False,
+                "required_review_thread_resolution": False,
+            }
+            rules.append(rule | {"type": "pull_request", "parameters": parameters})
+        if protection.linear_history:
+            rules.append(rule | {"type": "required_linear_history"})
+        return rules
+
+    def _check_run(self, sha: str, run: dict[str, Any]) -> dict[str, Any]:
+        """A check run shaped as GitHub's ``check-run``."""
+        url = f"{self.api_url}/repos/{self.owner}/{self.name}/check-runs/{run['id']}"
+        html = f"{self.base_url}/{self.owner}/{self.name}/runs/{run['id']}"
+        output = {"title": None, "summary": None, "text": None, "annotations_count": 0, "annotations_url": f"{url}/annotations"}
+        return {
+            "id": run["id"],
+            "head_sha": sha,
+            "node_id": f"CR_{run['id']}",
+            "external_id": str(run["id"]),
+            "url": url,
+            "html_url": html,
+            "details_url": html,
+            "status": run["status"],
+            "conclusion": run["conclusion"],
+            "started_at": NOW,
+            "completed_at": NOW if run["status"] == "completed" else None,
+            "output": output,
+            "name": run["name"],
+            "check_suite": {"id": run["id"] + 1},
+            "app": None,
+            "pull_requests": [],
+        }
+
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], login: str) -> Answer:
+        if path == "" and method == "GET":  # the full repository: its merge buttons too
+            settings = {"allow_merge_commit": self.allow_merge_commit, "allow_squash_merge": self.allow_squash_merge}
+            return Answer(200, self._repo() | settings | {"allow_rebase_merge": self.allow_rebase_merge})
+        m = re.fullmatch(r"/rules/branches/(.+)", path)
+        if m and method == "GET":
+            rules = self._rules() if m.group(1) == "main" else []
+            items, headers = self._page(path, query, rules)
+            return Answer(200, items, headers)
         m = re.fullmatch(r"/pulls/(\d+)/comments/(\d+)/replies", path)
         if m and method == "POST" and int(m.group(1)) in self.pulls:
             return self._reply(self.pulls[int(m.group(1))], int(m.group(2)), body, login)
@@ -364,9 +518,8 @@ class GitHubDouble:
             pull = self.pulls.get(int(m.group(1)))
             if pull is None:
                 return Answer(404, {"message": "Not Found"})
-            if pull.state == "open" and not pull.merged:
-                pull.head_sha = self.branch_sha(pull.head) or pull.head_sha  # a push moves the head
-            return self._pull_route(method, m.group(2) or "", pull, body, login)
+            self._refresh(pull)  # a push moves the head
+            return self._pull_route(method, m.group(2) or "", pull, body, login, query)
         if path == "/pulls" and method == "GET":
             state = query.get("state", ["open"])[0]
             head = query.get("head", [""])[0].split(":", 1)[-1]
@@ -375,9 +528,8 @@ class GitHubDouble:
                 for n, p in sorted(self.pulls.items(), reverse=True)
                 if (state == "all" or (p.state == "open" and not p.merged)) and (not head or p.head == head)
             ]
-            page, per_page = int(query.get("page", ["1"])[0]), int(query.get("per_page", ["30"])[0])
-            chosen = pulls[(page - 1) * per_page : page * per_page]
-            return Answer(200, [self._pull(p) for p in chosen])
+            chosen, headers = self._page(path, query, pulls)
+            return Answer(200, [self._pull(p) for p in chosen], headers)
         if path == "/pulls" and method == "POST":
             return self._open(body, login)
         m = re.fullmatch(r"/statuses/([0-9a-f]{40})", path)
@@ -395,9 +547,14 @@ class GitHubDouble:
         m = re.fullmatch(r"/commits/([0-9a-f]{40})/(status|check-runs)", path)
         if m and method == "GET":
             if m.group(2) == "check-runs":
-                return Answer(200, {"total_count": 0, "check_runs": []})
-            statuses = self.statuses.get(m.group(1), [])
-            latest = {s["context"]: s["state"] for s in reversed(statuses)}
+                runs = self.check_runs.get(m.group(1), [])
+                chosen, headers = self._page(path, query, runs)
+                return Answer(200, {"total_count": len(runs), "check_runs": [self._check_run(m.group(1), r) for r in chosen]}, headers)
+            newest: dict[str, dict[str, Any]] = {}
+            for status in self.statuses.get(m.group(1), []):  # the combined status: the latest of each context
+                newest.setdefault(status["context"], status)
+            statuses, headers = self._page(path, query, list(newest.values()))
+            latest = {s["context"]: s["state"] for s in newest.values()}
             state = (
                 "success"
                 if latest and all(v == "success" for v in latest.values())
@@ -411,11 +568,12 @@ class GitHubDouble:
                     "state": state,
                     "statuses": [{k: v for k, v in s.items() if k != "creator"} for s in statuses],
                     "sha": m.group(1),
-                    "total_count": len(statuses),
+                    "total_count": len(newest),
                     "repository": self._repo(),
                     "commit_url": "u",
                     "url": "u",
                 },
+                headers,
             )
         m = re.fullmatch(r"/issues/(\d+)/labels", path)
         if m and method == "PUT" and int(m.group(1)) in self.pulls:
@@ -454,9 +612,13 @@ class GitHubDouble:
             )
         pull = Pull(len(self.pulls) + 1, body.get("title", ""), body.get("body") or "", head, base, login, head_sha)
         self.pulls[pull.number] = pull
-        return Answer(201, self._pull(pull))
+        self._refresh(pull)
+        self.computing.add(pull.number)  # GitHub computes mergeability in the background
+        answer = Answer(201, self._pull(pull))
+        self.computing.add(pull.number)  # still computing at the next read
+        return answer
 
-    def _pull_route(self, method: str, tail: str, pull: Pull, body: dict[str, Any], login: str) -> Answer:
+    def _pull_route(self, method: str, tail: str, pull: Pull, body: dict[str, Any], login: str, query: dict[str, list[str]]) -> Answer:
         if tail == "" and method == "GET":
             return Answer(200, self._pull(pull))
         if tail == "" and method == "PATCH":
@@ -465,9 +627,11 @@ class GitHubDouble:
             pull.state = body.get("state", pull.state)
             return Answer(200, self._pull(pull))
         if tail == "/files":
-            return Answer(200, self._files(pull))
+            files, headers = self._page(f"/pulls/{pull.number}/files", query, self._files(pull))
+            return Answer(200, files, headers)
         if tail == "/reviews" and method == "GET":
-            return Answer(200, [self._review(pull, r) for r in pull.reviews])
+            reviews, headers = self._page(f"/pulls/{pull.number}/reviews", query, pull.reviews)
+            return Answer(200, [self._review(pull, r) for r in reviews], headers)
         if tail == "/reviews" and method == "POST":
             return self._submit_review(pull, body, login)
         if tail == "/merge" and method == "PUT":
@@ -508,40 +672,86 @@ class GitHubDouble:
         self._happen("review", pull)
         return answer
 
-    def _merge(self, pull: Pull, body: dict[str, Any], login: str) -> Answer:
+    def _merge_index(self, pull: Pull) -> pygit2.Index:
+        base_tip = self.bare.references[f"refs/heads/{pull.base}"].peel(pygit2.Commit)
+        return self.bare.merge_commits(base_tip, self.bare[pull.head_sha].peel(pygit2.Commit))
+
+    def _refusal(self, pull: Pull, method: str, login: str) -> str | None:
+        """Why GitHub refuses to merge ``pull`` by ``method`` now (its 405 message), or None."""
+        allowed = {"merge": self.allow_merge_commit, "squash": self.allow_squash_merge, "rebase": self.allow_rebase_merge}
+        if method not in allowed:
+            return None  # 422, answered by the caller
+        if not allowed[method]:
+            noun = {"merge": "Merge commits", "squash": "Squash merges", "rebase": "Rebase merges"}[method]
+            return f"{noun} are not allowed on this repository."
+        protection = self.protection
+        if protection.linear_history and method == "merge":
+            return "Merge commits are not allowed on this branch: this branch must not contain merge commits."
+        latest: dict[str, dict[str, Any]] = {}
+        for review in pull.reviews:
+            if review["state"] in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+                latest[review["_login"]] = review
+        blocking = [r for r in latest.values() if r["state"] == "CHANGES_REQUESTED"]
+        approved = [r for r in latest.values() if r["state"] == "APPROVED" and r["_login"] != pull.author]
+        if blocking:
+            return "Changes must be made through a pull request: changes were requested by a reviewer with write access."
+        if len(approved) < protection.required_approvals:
+            n = protection.required_approvals
+            return f"At least {n} approving review{'s are' if n > 1 else ' is'} required by reviewers with write access."
+        states = self.contexts_on(pull.head_sha)
+        missing = [c for c in protection.required_contexts if states.get(c) not in ("success", "failure", "error")]
+        failing = [c for c in protection.required_contexts if states.get(c) in ("failure", "error")]
+        if failing:
+            return f'Required status check "{failing[0]}" is failing.'
+        if len(missing) == 1:
+            return f'Required status check "{missing[0]}" is expected.'
+        if missing:
+            return f"{len(missing)} of {len(protection.required_contexts)} required status checks are expected."
+        base_sha = self.branch_sha(pull.base) or ""
+        if protection.strict and not (base_sha == pull.head_sha or self.bare.descendant_of(pull.head_sha, base_sha)):
+            return "Head branch is not up to date with the base branch."
+        if self._merge_index(pull).conflicts:
+            return "Pull Request is not mergeable"
         del login
+        return None
+
+    def _merge(self, pull: Pull, body: dict[str, Any], login: str) -> Answer:
         self._happen("merge", pull)
         if pull.merged or pull.state != "open":
             return Answer(405, {"message": "Pull Request is not mergeable"})
         if body.get("sha") and body["sha"] != pull.head_sha:
             return Answer(409, {"message": "Head branch was modified. Review and try the merge again."})
-        latest: dict[str, dict[str, Any]] = {}
-        for review in pull.reviews:
-            if review["state"] in ("APPROVED", "CHANGES_REQUESTED"):
-                latest[review["_login"]] = review
-        blocking = [r for r in latest.values() if r["state"] == "CHANGES_REQUESTED"]
-        approved = [
-            r for r in latest.values() if r["state"] == "APPROVED" and r["commit_id"] == pull.head_sha and r["_login"] != pull.author
-        ]
-        if blocking or not approved:
-            return Answer(405, {"message": "At least 1 approving review is required by reviewers with write access."})
-        states = {s["context"]: s["state"] for s in reversed(self.statuses.get(pull.head_sha, []))}
-        for context in self.required_contexts:
-            if states.get(context) != "success":
-                return Answer(405, {"message": f'Required status check "{context}" is expected.'})
+        method = body.get("merge_method") or "merge"
+        if method not in ("merge", "squash", "rebase"):
+            error = {"resource": "PullRequest", "field": "merge_method", "code": "invalid"}
+            return Answer(422, {"message": "Validation Failed", "errors": [error]})
+        refusal = self._refusal(pull, method, login)
+        if refusal is not None:
+            return Answer(405, {"message": refusal, "documentation_url": "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request"})
         base_tip = self.bare.references[f"refs/heads/{pull.base}"].peel(pygit2.Commit)
         head = self.bare[pull.head_sha].peel(pygit2.Commit)
-        index = self.bare.merge_commits(base_tip, head)
-        if index.conflicts:
-            return Answer(405, {"message": "Pull Request is not mergeable"})
         sig = pygit2.Signature("GitHub", "noreply@github.com")
         message = body.get("commit_title") or f"Merge pull request #{pull.number}"
         if body.get("commit_message"):
             message += "\n\n" + body["commit_message"]
-        tree = index.write_tree(self.bare)
-        commit = self.bare.create_commit(f"refs/heads/{pull.base}", sig, sig, message.rstrip() + "\n", tree, [base_tip.id, head.id])
-        pull.merged, pull.state, pull.merge_sha = True, "closed", str(commit)
-        return Answer(200, {"sha": str(commit), "merged": True, "message": "Pull Request successfully merged"})
+        ref = f"refs/heads/{pull.base}"
+        if method == "rebase":  # each commit of the head replayed onto the base, its own message kept (title ignored)
+            tip = base_tip
+            own = [c for c in self.bare.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)]
+            for commit in own:
+                if self.bare.descendant_of(base_tip.id, commit.id) or commit.id == base_tip.id or len(commit.parents) > 1:
+                    continue
+                index = self.bare.merge_trees(commit.parents[0].tree, tip.tree, commit.tree)
+                tree = index.write_tree(self.bare)
+                tip = self.bare[self.bare.create_commit(None, commit.author, sig, commit.message, tree, [tip.id])].peel(pygit2.Commit)
+            self.bare.references.create(ref, tip.id, force=True)
+            commit_id = tip.id
+        else:
+            tree = self._merge_index(pull).write_tree(self.bare)
+            parents = [base_tip.id, head.id] if method == "merge" else [base_tip.id]
+            commit_id = self.bare.create_commit(ref, sig, sig, message.rstrip() + "\n", tree, parents)
+        pull.merged, pull.state, pull.merge_sha = True, "closed", str(commit_id)
+        return Answer(200, {"sha": str(commit_id), "merged": True, "message": "Pull Request successfully merged"})
 
     # ---- review threads: REST replies, GraphQL ------------------------------------------------
 
@@ -600,7 +810,7 @@ class GitHubDouble:
                     "errors": [{"resource": "PullRequestReviewComment", "code": "missing_field", "field": "body"}],
                 },
             )
-        pull.head_sha = self.branch_sha(pull.head) or pull.head_sha
+        self._refresh(pull)
         reply = {"id": next(self._ids), "body": body["body"], "_login": login, "in_reply_to_id": comment_id}
         thread.comments.append(reply)
         return Answer(201, self._comment(pull, thread, reply))
@@ -633,7 +843,7 @@ class GitHubDouble:
             message = f"Could not resolve to a PullRequest with the number of {number}."
             error = {"type": "NOT_FOUND", "path": ["repository", "pullRequest"], "message": message}
             return Answer(200, {"data": {"repository": {"pullRequest": None}}, "errors": [error]})
-        pull.head_sha = self.branch_sha(pull.head) or pull.head_sha
+        self._refresh(pull)
         nodes = []
         for thread in pull.threads:
             outdated = self._outdated(pull, thread)

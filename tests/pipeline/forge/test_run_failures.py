@@ -73,7 +73,7 @@ def test_a_conflict_with_a_moved_default_branch_is_proposed_again_from_the_new_b
     pull = double.pulls[1]
     assert list(double.pulls) == [1] and pull.merged  # the same pull request, its head replaced
     first, second = pull.reviews[0]["commit_id"], pull.reviews[1]["commit_id"]
-    assert first != second and [r["state"] for r in pull.reviews] == ["APPROVED", "APPROVED"]
+    assert first != second and [r["state"] for r in pull.reviews] == ["DISMISSED", "APPROVED"]  # the push dismissed it
     new_base = double.bare.references["refs/heads/main"].peel(pygit2.Commit).parents[0]
     assert str(new_base.id) != old_base and new_base.message == "Note who keeps the index\n"
     assert double.bare.descendant_of(second, new_base.id) and not double.bare.descendant_of(first, new_base.id)
@@ -145,7 +145,7 @@ def test_a_push_after_the_approval_is_reviewed_again_before_any_merge(github: Fo
     pull = double.pulls[1]
     approved, pushed = pull.reviews[0]["commit_id"], pull.reviews[1]["commit_id"]
     assert f"round 1: the approval of {approved[:10]} is stale, refused: #1 moved to {pushed[:10]} after the review" in result.out
-    assert [r["state"] for r in pull.reviews] == ["APPROVED", "APPROVED"] and pull.merged
+    assert [r["state"] for r in pull.reviews] == ["DISMISSED", "APPROVED"] and pull.merged  # the push dismissed the first
     assert "PUT /repos/acme/kb/pulls/1/merge" in double.calls and double.calls.count("PUT /repos/acme/kb/pulls/1/merge") == 1
     main = double.bare.references["refs/heads/main"].peel(pygit2.Commit)
     assert parse_trailers(main.message)["Kb-Head"] == pushed and parse_trailers(main.message)["Kb-Verdicts"] == "r1:approve, r2:approve"

@@ -76,7 +76,7 @@ def test_kb_run_through_a_pull_request_with_the_offline_agents(github: ForgeSetu
     assert sorted(pull.labels) == ["kb", "scope:knowledge", "scope:user:alice"]
 
     (first, first_at, comments), (approved, stale_at, _), (again, head, _) = _reviews(pull)
-    assert (first, approved, again) == ("CHANGES_REQUESTED", "APPROVED", "APPROVED")
+    assert (first, approved, again) == ("CHANGES_REQUESTED", "DISMISSED", "APPROVED")  # a push dismissed the stale one
     assert comments >= 1 and all(c["path"] == POLICY for c in pull.reviews[0]["_comments"])
     assert "flagged for the test" in pull.reviews[0]["_comments"][0]["body"]
     assert record_in(pull.reviews[0]["body"], "test").verdict == "request_changes"
@@ -131,7 +131,7 @@ def test_kb_run_through_a_pull_request_with_scripted_models(github: ForgeSetup, 
 
     pull = double.pulls[1]
     assert list(double.pulls) == [1] and pull.merged
-    assert [state for state, _, _ in _reviews(pull)] == ["CHANGES_REQUESTED", "APPROVED", "APPROVED"]
+    assert [state for state, _, _ in _reviews(pull)] == ["CHANGES_REQUESTED", "DISMISSED", "APPROVED"]
     posted = pull.reviews[0]["_comments"]
     assert [(c["path"], c["line"]) for c in posted] == [(food, line)]
     assert "Say when she said it." in posted[0]["body"] and f"`{ev}#L5`" in posted[0]["body"]

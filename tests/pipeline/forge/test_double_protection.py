@@ -1,0 +1,92 @@
+"""The GitHub test double's branch protection and the answers that break a client on real GitHub:
+required checks (statuses or check runs), required review, "not up to date", merge methods and
+linear history, ``mergeable: null`` while computing, dismissal on push, secondary rate limits
+with ``Retry-After``, ``Link`` pagination."""
+
+from __future__ import annotations
+
+from tests.forge.github_double import Protection
+from tests.pipeline.forge.conftest import ForgeSetup
+
+PREFIX = "/repos/acme/kb"
+
+
+def _pull(github: ForgeSetup, branch: str = "person/evidence") -> int:
+    """A person's branch with one evidence file, pushed and opened as a pull request."""
+    double = github.double
+    double.bare.branches.local.create(branch, double.bare.references["refs/heads/main"].peel())
+    double.commit_as_person(branch, "evidence/bob.md", "Bob moved to Lyon.\n", "Add evidence")
+    answer = github.double.api("POST", f"{PREFIX}/pulls", {}, {"head": branch, "base": "main", "title": "t"}, "tok-person")
+    assert answer.status == 201, answer.body
+    return int(answer.body["number"])
+
+
+def _merge(github: ForgeSetup, number: int, method: str = "merge") -> tuple[int, str]:
+    answer = github.double.api("PUT", f"{PREFIX}/pulls/{number}/merge", {}, {"merge_method": method}, "tok-person")
+    return answer.status, str(answer.body.get("message", ""))
+
+
+def _approve(github: ForgeSetup, number: int) -> None:
+    answer = github.double.api("POST", f"{PREFIX}/pulls/{number}/reviews", {}, {"event": "APPROVE"}, "tok-reviewer")
+    assert answer.status == 200, answer.body
+
+
+def test_required_checks_review_and_methods_are_enforced(github: ForgeSetup) -> None:
+    double = github.double
+    double.add_token("tok-person", "alice")
+    double.protection = Protection(required_contexts=("kb-check", "kb/gate"), linear_history=True)
+    number = _pull(github)
+    head = double.pulls[number].head_sha
+    assert double.api("GET", f"{PREFIX}/pulls/{number}", {}, {}, "tok-person").body["mergeable"] is None  # computing
+    assert double.api("GET", f"{PREFIX}/pulls/{number}", {}, {}, "tok-person").body["mergeable"] is True
+    assert _merge(github, number, "squash") == (405, "At least 1 approving review is required by reviewers with write access.")
+    _approve(github, number)
+    assert _merge(github, number, "squash") == (405, "2 of 2 required status checks are expected.")
+    double.add_check_run(head, "kb-check", status="in_progress")
+    assert _merge(github, number, "squash") == (405, "2 of 2 required status checks are expected.")  # running: not there yet
+    double.api("POST", f"{PREFIX}/statuses/{head}", {}, {"state": "success", "context": "kb/gate"}, "tok-reviewer")
+    assert _merge(github, number, "squash") == (405, 'Required status check "kb-check" is expected.')
+    double.add_check_run(head, "kb-check")
+    assert _merge(github, number)[0] == 405  # linear history: no merge commit
+    double.allow_squash_merge = False
+    assert _merge(github, number, "squash") == (405, "Squash merges are not allowed on this repository.")
+    status, _ = _merge(github, number, "rebase")
+    assert status == 200
+    main = double.bare.references["refs/heads/main"].peel()
+    assert len(main.parents) == 1 and double.file_at("main", "evidence/bob.md") is not None
+    rules = double.api("GET", f"{PREFIX}/rules/branches/main", {}, {}, "tok-person").body
+    assert [r["type"] for r in rules] == ["required_status_checks", "pull_request", "required_linear_history"]
+    assert double.api("GET", PREFIX, {}, {}, "tok-person").body["allow_squash_merge"] is False
+
+
+def test_strict_checks_a_push_dismissal_and_a_second_pull_for_the_head(github: ForgeSetup) -> None:
+    double = github.double
+    double.add_token("tok-person", "alice")
+    double.protection = Protection(required_contexts=("kb/gate",), strict=True)
+    number = _pull(github)
+    again = double.api("POST", f"{PREFIX}/pulls", {}, {"head": "person/evidence", "base": "main"}, "tok-person")
+    assert again.status == 422 and "already exists" in again.body["errors"][0]["message"]
+    _approve(github, number)
+    branch = double.pulls[number].head
+    moved = double.commit_as_person(branch, "notes.txt", "x\n", "A push")
+    double.api("GET", f"{PREFIX}/pulls/{number}", {}, {}, "tok-person")
+    assert [r["state"] for r in double.pulls[number].reviews] == ["DISMISSED"]
+    assert str(double.bare.references[f"refs/pull/{number}/head"].target) == moved
+    _approve(github, number)
+    double.api("POST", f"{PREFIX}/statuses/{moved}", {}, {"state": "success", "context": "kb/gate"}, "tok-reviewer")
+    double.commit_as_person("main", "other.txt", "y\n", "main moves")
+    assert _merge(github, number) == (405, "Head branch is not up to date with the base branch.")
+
+
+def test_secondary_rate_limit_is_waited_and_lists_carry_link_headers(github: ForgeSetup) -> None:
+    double = github.double
+    head = str(github.repo.head().id)
+    for n in range(3):
+        double.add_check_run(head, f"job-{n}")
+    page = double.api("GET", f"{PREFIX}/commits/{head}/check-runs", {"per_page": ["2"]}, {}, "tok-proposer")
+    assert page.body["total_count"] == 3 and len(page.body["check_runs"]) == 2
+    assert 'rel="next"' in page.headers["Link"] and "page=2" in page.headers["Link"]
+    double.secondary_rate_limit(retry_after=0)
+    checks = github.forge().checks(head)  # githubkit parses the check runs; the 403 with Retry-After is retried
+    assert checks.states == {"job-0": "success", "job-1": "success", "job-2": "success"}
+    assert double.calls.count(f"GET {PREFIX}/commits/{head}/status") == 2
