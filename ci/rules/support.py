@@ -26,10 +26,58 @@ from ci.rules import factcheck as fc
 
 # group -> the words or phrases that state it; a claim states a group when one of them is there
 MODALITY: dict[str, tuple[str, ...]] = {
-    "obligation": ("must", "have to", "has to", "had to", "required", "requires", "require", "mandatory", "shall", "need to", "needs to", "必须", "须"),  # fmt: skip
+    "obligation": (
+        "must",
+        "have to",
+        "has to",
+        "had to",
+        "required",
+        "requires",
+        "require",
+        "mandatory",
+        "shall",
+        "need to",
+        "needs to",
+        "必须",
+        "须",
+    ),  # fmt: skip
     "advice": ("should", "ought to", "recommended", "recommend", "recommends", "advised", "应该", "应当", "建议"),
-    "possibility": ("may", "might", "could", "can", "possibly", "perhaps", "maybe", "optional", "optionally", "可以", "可能", "能"),  # fmt: skip
-    "intention": ("plans to", "plan to", "planning to", "planned to", "intends to", "intend to", "going to", "hopes to", "hope to", "hoping to", "wants to", "want to", "wanted to", "considering", "thinking about", "thinking of", "would like to", "计划", "打算", "想"),  # fmt: skip
+    "possibility": (
+        "may",
+        "might",
+        "could",
+        "can",
+        "possibly",
+        "perhaps",
+        "maybe",
+        "optional",
+        "optionally",
+        "可以",
+        "可能",
+        "能",
+    ),  # fmt: skip
+    "intention": (
+        "plans to",
+        "plan to",
+        "planning to",
+        "planned to",
+        "intends to",
+        "intend to",
+        "going to",
+        "hopes to",
+        "hope to",
+        "hoping to",
+        "wants to",
+        "want to",
+        "wanted to",
+        "considering",
+        "thinking about",
+        "thinking of",
+        "would like to",
+        "计划",
+        "打算",
+        "想",
+    ),  # fmt: skip
     "habit-past": ("used to", "formerly", "previously", "no longer", "以前", "曾经"),
     "future": ("will", "'ll", "shall", "将", "会"),
 }
@@ -70,7 +118,10 @@ def _content(text: str, shortest: int = 3) -> set[str]:
     return {fc.stem(w) for w in re.findall(rf"[^\W\d_]{{{shortest},}}", fc.fold(text).lower())} - _FILLER
 
 
-_FILLER = {fc.stem(w) for w in "the and that this with from for are was were has have had not you your its their they them there which what when".split()}
+_FILLER = {
+    fc.stem(w)
+    for w in "the and that this with from for are was were has have had not you your its their they them there which what when".split()
+}
 
 
 def _covers(claim_words: set[str], sentence: str) -> bool:
@@ -97,29 +148,39 @@ def problems(claim: str, quotes: list[str], evidence: str) -> list[str]:
     sentences = [s for q in quotes for s in re.split(r"(?<=[.!?。！？;；])\s*", fc.fold(q)) if s.strip()]
     covered = [s for s in sentences if _covers(claim_words, s)]
     for s in covered:
-        for group in sorted(modal_groups(s) & set(_KEPT) - claim_groups):
-            out.append(f"the quote states {group} ({_first(MODALITY[group], s.lower())!r}) but the claim does not")
-        for q in QUALIFIERS:
-            if _has(q, s.lower()) and not _has(q, lower):
-                out.append(f"the quote's qualifier {q!r} is dropped")
-        for m in _SCOPE_RE.finditer(s):
-            scope = m.group(0).rstrip(".+")
-            if fc.dates(scope) or fc.dates(scope, strict_case=False):
-                continue  # "on Monday", "in March": the date rule's
-            if not _content(scope, 2) - {"in", "for", "on", "with", "from"} <= _content(full, 2) and fc.fold(scope).lower() not in lower:
-                out.append(f"the quote's scope {scope!r} is dropped")
-    if any(_has(c, lower) for c in CAUSAL) or _CAUSAL_SO_RE.search(text):
-        if not (any(_has(c, ev) for c in CAUSAL) or _CAUSAL_SO_RE.search(ev) or re.search(r"\b(?:since|as|so)\b", ev)):
-            out.append("the claim gives a cause that the cited evidence does not state")
-    for word in SUPERLATIVES:
-        if _has(word, lower) and not _has(word, ev) and not (word == "most" and _has("most", ev)):
-            out.append(f"{word!r} is in the claim but not in the cited evidence")
-    ev_words = fc.words(evidence)
-    for role in ROLES:
-        if _has(role, lower) and fc.stem(role) not in ev_words and role not in ev_words:
-            out.append(f"the role {role!r} is in the claim but not in the cited evidence")
+        out += _kept(s, full, claim_groups)
+    out += _added(text, lower, ev, fc.words(evidence))
     out += _sides(full, [fc.fold(s) for s in covered])
     return list(dict.fromkeys(out))
+
+
+def _added(text: str, lower: str, ev: str, ev_words: frozenset[str]) -> list[str]:
+    """A cause, superlative or role the claim adds to what it cites."""
+    out = []
+    if (any(_has(c, lower) for c in CAUSAL) or _CAUSAL_SO_RE.search(text)) and not (
+        any(_has(c, ev) for c in CAUSAL) or _CAUSAL_SO_RE.search(ev) or re.search(r"\bsince\b", ev)
+    ):
+        out.append("the claim gives a cause that the cited evidence does not state")
+    out += [f"{w!r} is in the claim but not in the cited evidence" for w in SUPERLATIVES if _has(w, lower) and not _has(w, ev)]
+    out += [f"the role {r!r} is in the claim but not in the cited evidence" for r in ROLES if _has(r, lower) and fc.stem(r) not in ev_words]
+    return out
+
+
+def _kept(s: str, full: str, claim_groups: set[str]) -> list[str]:
+    """What a quote sentence the claim restates states that the claim must keep."""
+    lower, here = full.lower(), s.lower()
+    out = [
+        f"the quote states {g} ({_first(MODALITY[g], here)!r}) but the claim does not"
+        for g in sorted(modal_groups(s) & set(_KEPT) - claim_groups)
+    ]
+    out += [f"the quote's qualifier {q!r} is dropped" for q in QUALIFIERS if _has(q, here) and not _has(q, lower)]
+    for m in _SCOPE_RE.finditer(s):
+        scope = m.group(0).rstrip(".+")
+        if fc.dates(scope) or fc.dates(scope, strict_case=False):
+            continue  # "on Monday", "in March": the date rule's
+        if not _content(scope, 2) - {"in", "for", "on", "with", "from"} <= _content(full, 2):
+            out.append(f"the quote's scope {scope!r} is dropped")
+    return out
 
 
 def _first(words: Iterable[str], lower: str) -> str:
