@@ -402,7 +402,8 @@ def paragraphs(page: Page) -> list[Bullet]:
     """The prose paragraphs of the body (not list items, tables, quotes, code or definitions),
     lines joined, with their section titles."""
     out: list[Bullet] = []
-    section, fence, current, start, in_list = "", "", [], 0, False
+    section, fence, start, in_list = "", "", 0, False
+    current: list[str] = []
     for n, line in enumerate([*page.body.splitlines(), ""], start=page.header_lines + 1):
         fm = _FENCE_RE.match(line)
         if fence:

@@ -47,6 +47,8 @@ SWAPS_RE = [
 IF_RE = re.compile(r"^(?P<head>\s*(?:[-*+] )?)If (?P<cond>[^,]{3,80}), (?P<main>[^.]{3,120})\.(?P<rest>.*)$")
 MAIN_IF_RE = re.compile(r"^(?P<head>\s*(?:[-*+] )?)(?P<main>[A-Z][^,.]{3,120}?) if (?P<cond>[^,.]{3,80})\.(?P<rest>.*)$")
 REL_RE = re.compile(r"\b(?:(?P<dir>last) (?P<wd>" + "|".join(WEEKDAYS) + r")|(?P<y>yesterday))\b", re.IGNORECASE)
+_ARTICLES = {"the", "a", "an", "this", "that", "your", "its", "their"}
+_PRONOUNS = {"you", "it", "they", "we", "i", "he", "she", "there", "this", "that"}
 STAMP_RE = re.compile(r"^\[(\d{4})-(\d{2})-(\d{2})")
 
 
@@ -137,12 +139,14 @@ def sides_swapped(view: PageView, corpus: Corpus) -> Iterator[Mutant]:
                     continue
                 new = m.group(0).replace(a, "\0").replace(b, a, 1).replace("\0", b)
                 yield line[: m.start()] + new + line[m.end() :], f"swapped {a!r} and {b!r}"
-        m = IF_RE.match(line)
-        if m:
-            cond, main = m.group("cond").split(), m.group("main").split()
-            if cond and main and cond[0].lower() not in ("you", "it", "the", "a") and main[0].lower() not in ("you", "it", "the", "a"):
-                cond[0], main[0] = main[0], cond[0]
-                yield f"{m.group('head')}If {' '.join(cond)}, {' '.join(main)}.{m.group('rest')}", "swapped the subjects of 'if'"
+        cm = IF_RE.match(line)
+        if cm:
+            cond, main = cm.group("cond").split(), cm.group("main").split()
+            a = next((k for k, w in enumerate(cond) if w.lower() not in _ARTICLES), None)
+            b = next((k for k, w in enumerate(main) if w.lower() not in _ARTICLES), None)
+            if a is not None and b is not None and cond[a].lower() not in _PRONOUNS and main[b].lower() not in _PRONOUNS:
+                cond[a], main[b] = main[b], cond[a]
+                yield f"{cm.group('head')}If {' '.join(cond)}, {' '.join(main)}.{cm.group('rest')}", "swapped the subjects of 'if'"
 
     yield from _on_lines(view, corpus, "sides_swapped", "grounding", edit, fresh=False)
 
