@@ -15,7 +15,7 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterator
 
-from kb.citations import FOOTDEF_RE, FOOTREF_RE, strip_refs
+from kb.citations import FOOTDEF_RE, FOOTREF_RE, REFS_RUN_RE, strip_refs
 from pipeline.eval.mutations_base import MONTHS, NUMBER_RE, WEEKDAYS, Category, Corpus, Mutant, PageView, mutant
 
 Edit = Callable[[str], Iterator[tuple[str, str]]]
@@ -155,7 +155,7 @@ def uncited_sentence_changed(view: PageView, corpus: Corpus) -> Iterator[Mutant]
     """A sentence with no references of its own, with a wrong number, before a cited sentence."""
     for i, line in _ref_lines(view):
         head = re.match(r"^(\s*(?:[-*+] )?)", line).group(1)  # type: ignore[union-attr]
-        first = re.split(r"(?<=[.!?])(?:\[\^[^\]\s]+\])*\s+", line[len(head) :])[0]
+        first = re.split(r"(?<=[.!?])(?:" + REFS_RUN_RE.pattern + r")?\s+", line[len(head) :])[0]
         text = strip_refs(first).strip()
         for m in NUMBER_RE.finditer(text):
             n = int(m.group(1))
