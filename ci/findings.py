@@ -58,6 +58,7 @@ RuleId = Literal[
     "grounding.name",
     "grounding.speaker",
     "grounding.wording",
+    "grounding.support",
     "grounding.uncited",
     "grounding.fact",
     "grounding.timeline",

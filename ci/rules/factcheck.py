@@ -123,7 +123,7 @@ _RATE_CN = {"每天": "day", "每日": "day", "每晚": "night", "每周": "week
 
 _NUM_TOKEN_RE = re.compile(
     r"(?P<cnpct>百分之(?P<cnpv>[" + _CN_NUM + r"\d.]+))"
-    r"|(?P<digits>(?<![\w.])\d{1,3}(?:[,'](?=\d{3}(?!\d))\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?)"
+    r"|(?P<digits>(?<![.])(?<![^\W\u3400-\u9fff])\d{1,3}(?:[,'](?=\d{3}(?!\d))\d{3})+(?:\.\d+)?|(?<![.])(?<![^\W\u3400-\u9fff])\d+(?:\.\d+)?)"
     r"(?:\s?(?P<scale>hundred|thousand|million|billion|k|m|bn)\b)?"
     r"|(?P<cn>[" + _CN_NUM + r"]+)"
     r"|(?P<word>\b(?:(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"

@@ -13,6 +13,7 @@ text, evidence added on the change branch) are in ``ci.rules.page_grounding``.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Literal
 
 from ci.findings import Finding
 from ci.rules import factcheck as fc
+from ci.rules import support
 from ci.snapshot import Snapshot, normalise_quote
 from kb.markdown import CODESPAN_RE, FOOTDEF_RE, FOOTREF_RE, SENTENCE_END_RE
 from kb.page import Page
@@ -34,6 +36,7 @@ GroundingRule = Literal[
     "grounding.name",
     "grounding.speaker",
     "grounding.wording",
+    "grounding.support",
 ]
 
 _TIMESTAMP_RE = re.compile(r"^\[[^\]]*\]\s*", re.MULTILINE)
@@ -174,12 +177,23 @@ def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungro
     """Problems of one sentence against everything it cites (empty when grounded)."""
     claim = fc.fold(FOOTREF_RE.sub("", text))
     problems: list[Ungrounded] = []
-    ev_dates = fc.dates(evidence.text, strict_case=False)
+    ev_dates = list(fc.dates(evidence.text, strict_case=False))
     years = fc.years_of(evidence.text)
+    resolved = _resolved_days(evidence)
+    ev_dates += [fc.DateMention(d.year, d.month, d.day, None, "", 0, 0) for _, days, _ in resolved for d in days]
+    keeps_relative = bool(fc.relative_dates(claim)) or bool(support.resolve(claim, dt.date(2000, 1, 1)))
+    stated = fc.dates(" ".join(c.quote + " " + c.sentence() for c in evidence.cited), strict_case=False)
     blanked = claim
     for d in fc.dates(claim):
         if not fc.date_supported(d, ev_dates, years):
             problems.append(Ungrounded("grounding.date", f"the date {d.text!r} is not in the cited evidence"))
+        elif not keeps_relative and d.day is not None and not fc.date_supported(d, stated, set()):
+            for phrase, days, said in resolved:
+                if (d.year in (None, said.year), d.month, d.day) == (True, said.month, said.day) and said not in days:
+                    day = " or ".join(sorted(x.isoformat() for x in days))
+                    problems.append(
+                        Ungrounded("grounding.date", f"{d.text!r} is the day it was said; {phrase!r} said on {said.isoformat()} is {day}")
+                    )
         blanked = blanked[: d.start] + " " * (d.end - d.start) + blanked[d.end :]
     ev_relative = fc.relative_dates(evidence.text)
     for rel in fc.relative_dates(claim):
@@ -194,7 +208,18 @@ def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungro
         if not fc.name_supported(name, evidence.words, evidence.text.lower()) and not reader.is_user(name):
             problems.append(Ungrounded("grounding.name", f"the name {name!r} is not in the cited evidence"))
     problems += _speaker_problems(claim, evidence, reader)
-    return problems or _wording_problems(claim, evidence, reader)
+    problems += [Ungrounded("grounding.support", p) for p in support.problems(claim, [c.quote for c in evidence.cited], evidence.plain)]
+    return list(dict.fromkeys(problems)) or _wording_problems(claim, evidence, reader)
+
+
+def _resolved_days(evidence: Evidence) -> list[tuple[str, set[dt.date], dt.date]]:
+    """The relative days of cited conversation lines ("last Friday"), with the days they mean."""
+    out = []
+    for c in evidence.cited:
+        said = support.said_on(c.lines[c.start - 1], c.date) if c.conversation else None
+        if said is not None:
+            out += [(phrase, days, said) for phrase, days in support.resolve(c.quote + " " + c.sentence(), said)]
+    return out
 
 
 # Words a faithful rewording may add or drop: negation and auxiliaries (their meaning is the
@@ -379,6 +404,36 @@ def bullets(page: Page) -> list[Bullet]:
     return out
 
 
+def paragraphs(page: Page) -> list[Bullet]:
+    """The prose paragraphs of the body (not list items, tables, quotes, code or definitions),
+    lines joined, with their section titles."""
+    out: list[Bullet] = []
+    section, fence, start, in_list = "", "", 0, False
+    current: list[str] = []
+    for n, line in enumerate([*page.body.splitlines(), ""], start=page.header_lines + 1):
+        fm = _FENCE_RE.match(line)
+        if fence:
+            fence, line = ("" if fm and fm.group(1) == fence else fence), ""
+        elif fm:
+            fence, line = fm.group(1), ""
+        heading = _HEADING_RE.match(line)
+        blank = not line.strip() or bool(heading) or bool(FOOTDEF_RE.match(line))
+        if blank or _BULLET_RE.match(line) or line.lstrip().startswith(("|", ">", "<")) or line.startswith("    "):
+            if current and not in_list:
+                out.append(Bullet("\n".join(current), start, section))
+            current = []
+            in_list = bool(_BULLET_RE.match(line)) or (in_list and not blank)
+            if heading:
+                section = heading.group(2).strip()
+            continue
+        if in_list:
+            continue  # a continuation line of a list item
+        if not current:
+            start = n
+        current.append(line.strip())
+    return out
+
+
 def split_sentences(text: str, first_line: int) -> list[tuple[str, int]]:
     bounds = [0] + [m.end() for m in SENTENCE_END_RE.finditer(text)] + [len(text)]
     out = []
@@ -403,6 +458,15 @@ def statements(page: Page) -> tuple[list[Statement], list[Bullet]]:
         for sentence, line in split_sentences(fc.STATUS_NOTE_RE.sub("", bullet.text), bullet.line):
             own = tuple(FOOTREF_RE.findall(sentence))
             out.append(Statement(sentence, line, own or labels, bullet.section))
+    for para in paragraphs(page):
+        # every sentence is a claim: one without references of its own is read against the
+        # paragraph's citations
+        labels = tuple(dict.fromkeys(FOOTREF_RE.findall(para.text)))
+        if not labels or link_bullet(para.text):
+            continue
+        for sentence, line in split_sentences(fc.STATUS_NOTE_RE.sub("", para.text), para.line):
+            if not FOOTREF_RE.search(sentence) and re.search(r"[^\W\d_]{2}", CODESPAN_RE.sub(" ", sentence)):
+                out.append(Statement(sentence, line, labels, para.section))
     sections = page.structure.sections
     for claim in page.structure.claims:
         if claim.line not in bullet_lines:

@@ -49,6 +49,18 @@ from pipeline.eval.mutations_grounding import (
     unit_changed,
     wrong_number_sentence,
 )
+from pipeline.eval.mutations_meaning import (
+    cause_invented,
+    condition_moved,
+    inflated,
+    modality_changed,
+    modality_reworded,
+    qualifier_dropped,
+    relative_day_as_said,
+    relative_day_resolved,
+    sides_swapped,
+    uncited_sentence_changed,
+)
 from pipeline.eval.mutations_structural import (
     citation_ref_deleted,
     citation_span_changed,
@@ -88,6 +100,13 @@ OPERATORS: dict[str, tuple[Category, Operator]] = {
     "past_as_current": ("grounding", past_as_current),
     "instruction_inserted": ("grounding", instruction_inserted),
     "evidence_added_on_branch": ("grounding", evidence_added_on_branch),
+    "modality_changed": ("grounding", modality_changed),
+    "qualifier_dropped": ("grounding", qualifier_dropped),
+    "cause_invented": ("grounding", cause_invented),
+    "inflated": ("grounding", inflated),
+    "sides_swapped": ("grounding", sides_swapped),
+    "uncited_sentence_changed": ("grounding", uncited_sentence_changed),
+    "relative_day_as_said": ("grounding", relative_day_as_said),
     "bullets_reordered": ("control", bullets_reordered),
     "whitespace_changed": ("control", whitespace_changed),
     "cited_claim_added": ("control", cited_claim_added),
@@ -96,4 +115,7 @@ OPERATORS: dict[str, tuple[Category, Operator]] = {
     "negation_reworded": ("control", rewording_control("negation_reworded", negation_rewording)),
     "date_of_saying_added": ("control", date_of_saying_added),
     "summary_from_claim": ("control", summary_from_claim),
+    "relative_day_resolved": ("control", relative_day_resolved),
+    "modality_reworded": ("control", modality_reworded),
+    "condition_moved": ("control", condition_moved),
 }
