@@ -161,6 +161,17 @@ def sentences(lines: list[tuple[int, str]]) -> list[tuple[str, int, int]]:
     return out
 
 
+_HAN_RE = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _fragment(page_text: str) -> bool:
+    """A piece too short to be a claim of its own ("(RFC2109)" after a sentence): one word and no
+    code span. Chinese and Japanese are written without spaces, so there a word is not a
+    space-separated piece: four Han characters make a sentence."""
+    plain = plain_text(page_text)
+    return len(plain.split()) < 2 and len(_HAN_RE.findall(plain)) < 4 and not CODESPAN_RE.search(page_text)
+
+
 def _is_prose(text: str) -> bool:
     """Something a reader would call text: at least one word of letters once markup is gone."""
     return bool(WORDS_RE.search(plain_text(CODESPAN_RE.sub(" x ", text)))) or bool(CODESPAN_RE.search(text))
@@ -195,7 +206,7 @@ class Renderer:
             page_text = " ".join(self.linker.inline(rst_inline(text) if markup == "rst" else text).split())
             if not _is_prose(page_text) or self.left_out(text):
                 continue
-            if parts and len(plain_text(page_text).split()) < 2 and not CODESPAN_RE.search(page_text):
+            if parts and _fragment(page_text):
                 parts.append(page_text)  # "(RFC2109)" after a sentence: part of it, not a claim
                 continue
             claim = f"{page_text}[^{self.citer.cite(text, start, end)}]"

@@ -153,14 +153,15 @@ class Reader:
     """Who the page is about: a user's page understands the user's names for the user."""
 
     user_names: frozenset[str] = frozenset()
+    context: str = ""  # the page's title: a scope it names ("Schengen visas") need not be repeated
 
     @classmethod
     def for_page(cls, page: Page) -> Reader:
         user = user_of(page.scope)
         if not user:
-            return cls()
+            return cls(context=page.title)
         parts = {w for w in re.split(r"[-_. ]+", user.lower()) if w and not any(ch.isdigit() for ch in w)}
-        return cls(frozenset(parts | {user.lower()} | _USER_SPEAKERS))
+        return cls(frozenset(parts | {user.lower()} | _USER_SPEAKERS), context=page.title)
 
     def is_user(self, name: str) -> bool:
         parts = set(name.lower().split())
@@ -208,7 +209,7 @@ def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungro
         if not fc.name_supported(name, evidence.words, evidence.text.lower()) and not reader.is_user(name):
             problems.append(Ungrounded("grounding.name", f"the name {name!r} is not in the cited evidence"))
     problems += _speaker_problems(claim, evidence, reader)
-    problems += [Ungrounded("grounding.support", p) for p in support.problems(claim, [c.quote for c in evidence.cited], evidence.plain)]
+    problems += [Ungrounded("grounding.support", p) for p in support.problems(claim, [c.quote for c in evidence.cited], evidence.plain, reader.context)]
     return list(dict.fromkeys(problems)) or _wording_problems(claim, evidence, reader)
 
 

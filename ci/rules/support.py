@@ -130,9 +130,10 @@ def _covers(claim_words: set[str], sentence: str) -> bool:
     return bool(words) and len(words & claim_words) * 2 >= len(words)
 
 
-def problems(claim: str, quotes: list[str], evidence: str) -> list[str]:
+def problems(claim: str, quotes: list[str], evidence: str, context: str = "") -> list[str]:
     """What the claim changes in the markers of its cited quotes (``evidence`` is everything the
-    claim cites: quotes and the cited sentences around them)."""
+    claim cites: quotes and the cited sentences around them; ``context`` the page's title, whose
+    scope a claim need not repeat)."""
     text = fc.fold(fc.unquoted(claim) if "said" in claim.lower() else claim)
     full = fc.fold(claim)
     lower = full.lower()
@@ -148,7 +149,7 @@ def problems(claim: str, quotes: list[str], evidence: str) -> list[str]:
     sentences = [s for q in quotes for s in re.split(r"(?<=[.!?。！？;；])\s*", fc.fold(q)) if s.strip()]
     covered = [s for s in sentences if _covers(claim_words, s)]
     for s in covered:
-        out += _kept(s, full, claim_groups)
+        out += _kept(s, full, claim_groups, fc.fold(context))
     out += _added(text, lower, ev, fc.words(evidence))
     out += _sides(full, [fc.fold(s) for s in covered])
     return list(dict.fromkeys(out))
@@ -166,7 +167,7 @@ def _added(text: str, lower: str, ev: str, ev_words: frozenset[str]) -> list[str
     return out
 
 
-def _kept(s: str, full: str, claim_groups: set[str]) -> list[str]:
+def _kept(s: str, full: str, claim_groups: set[str], context: str = "") -> list[str]:
     """What a quote sentence the claim restates states that the claim must keep."""
     lower, here = full.lower(), s.lower()
     out = [
@@ -178,7 +179,7 @@ def _kept(s: str, full: str, claim_groups: set[str]) -> list[str]:
         scope = m.group(0).rstrip(".+")
         if fc.dates(scope) or fc.dates(scope, strict_case=False):
             continue  # "on Monday", "in March": the date rule's
-        if not _content(scope, 2) - {"in", "for", "on", "with", "from"} <= _content(full, 2):
+        if not _content(scope, 2) - {"in", "for", "on", "with", "from"} <= _content(f"{full} {context}", 2):
             out.append(f"the quote's scope {scope!r} is dropped")
     return out
 
