@@ -2,7 +2,9 @@
 
 Usage: python bench/check_scale.py --pages 10000 --evidence 2000 [--dir DIR]
 Times the full run and `--changed-only` after a one-page change, through the real CLI
-(a fresh process each time, as a user or CI would run it), best of --repeat runs.
+(a fresh process each time, as a user or CI would run it), best of --repeat runs. The full run is
+also timed with the pure-Python YAML loader (kb before issue 27), and 1,000 page headers are
+loaded both ways in this process.
 """
 
 from __future__ import annotations
@@ -24,14 +26,20 @@ from kb.markdown import format_citation
 from kb.page import render_page
 from kb.scaffold import init_repository
 from kb.scopes import user_scope
+from kb.yamltext import load_yaml
+
+PURE_YAML = "import kb.yamltext as y; y.C_LOADER = None; from kb.cli.app import main; main()"
 
 WORDS = (
     "alpha beta gamma delta policy travel budget flight hotel meal visa receipt manager approval contract supplier invoice region".split()
 )
+# Users' evidence has words of its own: with one vocabulary, 8 words in a row of a shared page match
+# a user's evidence line by chance (twice at 10,000 pages), and `scope.private-text` rightly fires.
+USER_WORDS = "ember harbor lantern meadow orchard pebble quartz saddle thistle willow".split()
 
 
-def sentence(rng: random.Random, n: int = 12) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+def sentence(rng: random.Random, n: int = 12, words: list[str] = WORDS) -> str:
+    return " ".join(rng.choice(words) for _ in range(n)).capitalize() + "."
 
 
 def generate(root: Path, pages: int, evidence: int, seed: int = 7) -> None:
@@ -41,7 +49,7 @@ def generate(root: Path, pages: int, evidence: int, seed: int = 7) -> None:
     items = []
     for n in range(evidence):
         user = users[n % 10] if n % 2 else None
-        lines = [f"Item {n} line {k}: {sentence(rng)}" for k in range(1, 21)]
+        lines = [f"Item {n} line {k}: {sentence(rng, words=USER_WORDS if user else WORDS)}" for k in range(1, 21)]
         items.append(prepare(("\n".join(lines) + "\n").encode(), f"ev{n}.md", "document", user_scope(user)))
     add_items(repo, items)
     system_items = [it for it in items if it.scope == "system"]
@@ -125,6 +133,32 @@ def timed(cmd: list[str], cwd: Path, repeat: int) -> tuple[float, str, int]:
     return best, out, code
 
 
+def yaml_headers(root: Path, count: int, repeat: int) -> dict[str, object]:
+    """Seconds to load ``count`` page headers with libyaml and with the pure loader, best of ``repeat``."""
+    import kb.yamltext as yamltext
+
+    headers = [p.read_text(encoding="utf-8").split("---\n")[1] for p in sorted(root.rglob("page-*.md"))[:count]]
+    c_loader = yamltext.C_LOADER
+    seconds: dict[str, float] = {}
+    values: dict[str, list[object]] = {}
+    for name, loader in (("libyaml", c_loader), ("pure", None)):
+        yamltext.C_LOADER = loader
+        runs = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            values[name] = [load_yaml(h, 1 << 20) for h in headers]
+            runs.append(time.perf_counter() - start)
+        seconds[name] = min(runs)
+    yamltext.C_LOADER = c_loader
+    return {
+        "headers": len(headers),
+        "libyaml_s": round(seconds["libyaml"], 4),
+        "pure_s": round(seconds["pure"], 4),
+        "ratio_pure_over_libyaml": round(seconds["pure"] / seconds["libyaml"], 2),
+        "identical": values["libyaml"] == values["pure"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pages", type=int, default=10000)
@@ -139,6 +173,7 @@ def main() -> None:
     gen = time.perf_counter() - start
     kb = [sys.executable, "-m", "kb"]
     full, full_out, full_code = timed(kb + ["check"], root, args.repeat)
+    pure, pure_out, _ = timed([sys.executable, "-c", PURE_YAML, "check"], root, args.repeat)
     target = next((root / "knowledge").rglob("page-7.md"))
     target.write_text(target.read_text().replace("## Details", "## Details\n\nOne more sentence."))
     changed, changed_out, changed_code = timed(kb + ["check", "--changed-only"], root, args.repeat)
@@ -150,6 +185,10 @@ def main() -> None:
         "full_s": round(full, 2),
         "full_result": full_out,
         "full_exit": full_code,
+        "full_pure_yaml_s": round(pure, 2),
+        "full_pure_yaml_result": pure_out,
+        "ratio_pure_yaml_over_full": round(pure / full, 2),
+        "yaml_1000_headers": yaml_headers(root, 1000, args.repeat),
         "changed_only_s": round(changed, 2),
         "changed_only_result": changed_out,
         "changed_only_exit": changed_code,
