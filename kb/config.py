@@ -222,6 +222,7 @@ class Forge(_Strict):
     timeout_s: float = Field(30.0, gt=0, le=600)
     max_retries: int = Field(3, ge=0, le=10)
     max_wait_s: float = Field(120.0, ge=0, le=3600)  # the longest rate-limit wait honoured before giving up
+    checks_wait_s: float = Field(600.0, ge=0, le=21600)  # how long a merge waits for pending required checks
 
     @field_validator("repository")
     @classmethod

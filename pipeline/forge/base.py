@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import pygit2
 
+from kb.errors import ForgeError
 from pipeline.approval import ApprovalAuthority
 from pipeline.forge.remote import GitRemote
 
@@ -133,7 +134,27 @@ class ChecksState:
     states: dict[str, str] = field(default_factory=dict)
 
     def missing_or_failing(self, required: tuple[str, ...]) -> list[str]:
-        return [f"{name} ({self.states.get(name, 'missing')})" for name in required if self.states.get(name) != "success"]
+        return [f"{name} ({self.states.get(name, 'missing')})" for name in required if self.states.get(name) not in PASSED]
+
+    def failing(self, required: tuple[str, ...]) -> list[str]:
+        """The required checks that finished and failed (a status ``failure`` or ``error``, a check run's
+        conclusion ``failure``, ``cancelled``, ``timed_out``, ...): merging them is refused."""
+        return [f"{name} ({self.states[name]})" for name in required if self.states.get(name, "pending") not in PASSED | WAITING]
+
+    def pending(self, required: tuple[str, ...]) -> list[str]:
+        """The required checks not reported yet, or still queued or running: worth waiting for."""
+        return [f"{name} ({self.states.get(name, 'missing')})" for name in required if self.states.get(name, "pending") in WAITING]
+
+
+PASSED = frozenset({"success", "neutral", "skipped"})  # what GitHub counts as a passed required check
+WAITING = frozenset({"pending", "queued", "in_progress", "waiting", "requested", "expected"})
+
+
+class ChecksPendingError(ForgeError):
+    """The required checks on a change's head were still pending (or not reported) when the wait
+    (``forge.checks_wait_s``) ended: a state, not a failure; merging again later may succeed."""
+
+    exit_code = 19
 
 
 class Forge(Protocol):

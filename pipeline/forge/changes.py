@@ -9,7 +9,9 @@
   comments anchored inside the diff's hunks, the rest in the body with the signed record. On a
   re-review it answers in its own open threads whose comment still applies (a reply, not the same
   comment again) and resolves those whose comment it no longer makes (``plan_review``).
-- ``merge_change``: only when the required checks are green on the head and the forge's authority
+- ``merge_change``: only when the required checks passed on the head (waiting up to
+  ``forge.checks_wait_s`` for pending ones, then "waiting for checks": ``ChecksPendingError``, its
+  own exit code; a failed one is refused at once) and the forge's authority
   finds an approval of that exact head by the Reviewer of another family; the expected head goes
   with the merge, so a push after the review is refused (GitHub answers 409). The merge commit
   carries the trailers of a local merge and the merge record. A change that no longer merges with
@@ -22,7 +24,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,7 +39,18 @@ from kb.errors import ConflictError, ForgeError, GateError, MergeConflictError, 
 from kb.repo import Repo
 from pipeline.approval import check_provenance
 from pipeline.forge.authority import record_in, record_marker, reviews_by
-from pipeline.forge.base import KB_LABEL, Change, ChecksState, Forge, Hunk, LineComment, ReviewSubmission, ReviewThread, bare_login
+from pipeline.forge.base import (
+    KB_LABEL,
+    Change,
+    ChecksPendingError,
+    ChecksState,
+    Forge,
+    Hunk,
+    LineComment,
+    ReviewSubmission,
+    ReviewThread,
+    bare_login,
+)
 from pipeline.forge.body import inputs_key, inputs_of, labels_for, render_body, title_for
 from pipeline.forge.remote import GitRemote
 from pipeline.merge import MergeRecord
@@ -49,6 +63,7 @@ if TYPE_CHECKING:
     from kb.retrieval.build import BuildResult
 
 GATE_CONTEXT = "kb/gate"
+CHECKS_POLL_S = 10.0  # how often a merge reads the required checks while it waits for them
 
 
 def make_forge(repo: Repo, kind: str | None = None, env: Mapping[str, str] | None = None) -> Forge:
@@ -325,8 +340,40 @@ def required_checks(repo: Repo, forge: Forge) -> tuple[str, ...]:
     return repo.config.forge.required_checks if forge.capabilities.required_checks else ()
 
 
+def wait_for_checks(repo: Repo, forge: Forge, change: Change, sleep: Callable[[float], None] = time.sleep) -> None:
+    """Return once the required checks passed on the change's head, polling every ``CHECKS_POLL_S``
+    up to ``forge.checks_wait_s``: a failed one is refused at once (``GateError``), one still pending
+    or not reported when the wait ends is the state "waiting for checks" (``ChecksPendingError``)."""
+    required = required_checks(repo, forge)
+    waited, bound = 0.0, repo.config.forge.checks_wait_s
+    while True:
+        checks = forge.checks(change.head)
+        failing = checks.failing(required)
+        if failing:
+            raise GateError(
+                f"a required check failed on {change.ref} at {change.head[:10]}: {', '.join(failing)}",
+                hint=f"fix the branch (the check's log says why); `kb pr status {change.number}` shows the checks",
+            )
+        pending = checks.pending(required)
+        if not pending:
+            return
+        if waited >= bound:
+            raise ChecksPendingError(
+                f"waiting for checks on {change.ref} at {change.head[:10]} after {bound:g}s: {', '.join(pending)}",
+                hint=f"merge again when CI has finished (`kb pr merge {change.number}`), or raise forge.checks_wait_s",
+            )
+        step = min(CHECKS_POLL_S, bound - waited)
+        sleep(step)
+        waited += step
+
+
 def merge_change(
-    repo: Repo, ref: str, forge: Forge | None = None, build_index: bool = True, expected_head: str | None = None
+    repo: Repo,
+    ref: str,
+    forge: Forge | None = None,
+    build_index: bool = True,
+    expected_head: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> MergeOutcome:
     """Merge a change; ``expected_head``: the head that was reviewed (``kb run``), refused if it moved."""
     forge = forge or make_forge(repo)
@@ -340,12 +387,7 @@ def merge_change(
     if remote is None:  # the change is a branch here: the local merge (its own checks and record)
         commit = forge.merge(change, change.head, "", "")
         return MergeOutcome(change, commit, _build(repo) if build_index else None)
-    failing = forge.checks(change.head).missing_or_failing(required_checks(repo, forge))
-    if failing:
-        raise GateError(
-            f"the required checks are not green on {change.ref} at {change.head[:10]}: {', '.join(failing)}",
-            hint=f"wait for CI, or fix the branch; `kb pr status {change.number}` shows the checks",
-        )
+    wait_for_checks(repo, forge, change, sleep)
     sync_main(repo, remote, build=False)
     with repo.write_lock():
         _fetch_change(repo, remote, change)

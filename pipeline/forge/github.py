@@ -326,17 +326,57 @@ class GitHubForge:
         )
 
     def checks(self, commit: str) -> ChecksState:
+        """The commit statuses and the check runs on ``commit``, every page of each (a workflow with
+        many jobs reports more than 100 check runs); a status and a check run of one name: the status."""
+
         def read(g: GitHub) -> ChecksState:
             states: dict[str, str] = {}
-            combined = g.rest.repos.get_combined_status_for_ref(self.owner, self.name, commit, per_page=100).parsed_data
-            for status in combined.statuses:
-                states.setdefault(status.context, status.state)  # newest first
-            runs = g.rest.checks.list_for_ref(self.owner, self.name, commit, per_page=100).parsed_data
-            for run in runs.check_runs:
+            statuses: Any = g.rest.paginate(
+                g.rest.repos.get_combined_status_for_ref,
+                map_func=lambda r: r.parsed_data.statuses,
+                owner=self.owner,
+                repo=self.name,
+                ref=commit,
+                per_page=100,
+            )
+            for status in statuses:
+                states.setdefault(status.context, status.state)  # the latest of each context
+            runs: Any = g.rest.paginate(
+                g.rest.checks.list_for_ref,
+                map_func=lambda r: r.parsed_data.check_runs,
+                owner=self.owner,
+                repo=self.name,
+                ref=commit,
+                per_page=100,
+            )
+            for run in runs:
                 states.setdefault(run.name, run.conclusion or run.status)
             return ChecksState(states)
 
         return self.call("proposer", f"read the checks of {commit[:10]}", read)
+
+    def merge_method(self, branch: str) -> Literal["merge", "squash"]:
+        """The merge method the repository allows (``allow_*_merge`` of the repository, the
+        ``required_linear_history`` rule of ``branch``): a merge commit, else a squash, whose message
+        is kb's either way. A rebase keeps the branch's own commit messages and would drop kb's merge
+        record, so a repository that allows only rebase merges is refused (docs/github.md)."""
+
+        def read(g: GitHub) -> tuple[Any, list[str]]:
+            settings = g.rest.repos.get(self.owner, self.name).json()  # only the allow_* fields are read
+            rules: Any = g.rest.paginate(g.rest.repos.get_branch_rules, owner=self.owner, repo=self.name, branch=branch, per_page=100)
+            return settings, [str(rule.type) for rule in rules]
+
+        settings, rules = self.call("proposer", f"read the merge methods of {self.config.repository}", read)
+        if settings.get("allow_merge_commit") is not False and "required_linear_history" not in rules:
+            return "merge"
+        if settings.get("allow_squash_merge") is not False:
+            return "squash"
+        raise ForgeError(
+            f"{self.config.repository} allows no merge method that keeps kb's merge record (merge commits "
+            + ("are refused by the linear-history rule" if settings.get("allow_merge_commit") is not False else "and squash merges are off")
+            + "; a rebase merge would drop it)",
+            hint="allow squash merging in the repository's settings (docs/github.md, merge methods)",
+        )
 
     def set_labels(self, change: Change, labels: tuple[str, ...]) -> None:
         data = {"labels": list(labels)}
@@ -348,6 +388,7 @@ class GitHubForge:
         )
 
     def merge(self, change: Change, expected_head: str, title: str, message: str) -> str:
+        method = self.merge_method(change.base_branch)
         result = self.call(
             "proposer",
             f"merge {change.ref}",
@@ -359,7 +400,7 @@ class GitHubForge:
                     sha=expected_head,
                     commit_title=title,
                     commit_message=message,
-                    merge_method="merge",
+                    merge_method=method,
                 ).parsed_data
             ),
             change.ref,
