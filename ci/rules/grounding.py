@@ -209,7 +209,10 @@ def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungro
         if not fc.name_supported(name, evidence.words, evidence.text.lower()) and not reader.is_user(name):
             problems.append(Ungrounded("grounding.name", f"the name {name!r} is not in the cited evidence"))
     problems += _speaker_problems(claim, evidence, reader)
-    problems += [Ungrounded("grounding.support", p) for p in support.problems(claim, [c.quote for c in evidence.cited], evidence.plain, reader.context)]
+    problems += [
+        Ungrounded("grounding.support", p)
+        for p in support.problems(claim, [c.quote for c in evidence.cited], evidence.plain, reader.context)
+    ]
     return list(dict.fromkeys(problems)) or _wording_problems(claim, evidence, reader)
 
 
