@@ -123,6 +123,12 @@ class Reporter:
                     continue
             time.sleep(min(due, self.every_s))
 
+    def close(self) -> None:
+        """End the open stage without a line: its timer thread stops (a command that failed
+        mid-stage, or a reporter replaced by the next command's, never writes again)."""
+        with self._lock:
+            self._stage = None
+
     def _end_line(self, stream: TextIO) -> None:
         if self._open_line:
             stream.write("\n")
@@ -145,6 +151,7 @@ _reporter = Reporter(quiet=True)  # library use (tests, the Python API) prints n
 
 def set_reporter(reporter: Reporter) -> None:
     global _reporter
+    _reporter.close()
     _reporter = reporter
 
 

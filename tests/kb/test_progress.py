@@ -128,3 +128,25 @@ def test_the_ticker_writes_on_time_while_the_work_reports_nothing() -> None:
     lines = stream.getvalue().splitlines()
     assert lines[0] == "embed: 0/10 chunks" and lines[-1].startswith("embed: 10/10 chunks in ")
     assert len([line for line in lines[1:-1] if line.startswith("embed: 0/10 chunks [")]) >= 3, lines
+
+
+def test_a_replaced_reporter_stops_its_timer_and_never_writes_again() -> None:
+    """A command that fails mid-stage leaves its stage open; the next command's reporter
+    replaces it, and the old timer must not write into the new command's stderr."""
+    import io
+    import time as _time
+
+    from kb.progress import Reporter, set_reporter
+
+    old_stream = io.StringIO()
+    old = Reporter(stream=old_stream, tick=True, quiet_for_s=0.0, every_s=0.1)
+    set_reporter(old)
+    old("read session files", 0, 1)
+    _time.sleep(0.35)
+    assert old_stream.getvalue().count("read session files") >= 2  # the timer wrote on time
+    set_reporter(Reporter(quiet=True))
+    _time.sleep(0.1)
+    written = old_stream.getvalue()
+    _time.sleep(0.4)
+    assert old_stream.getvalue() == written
+    assert old._ticker is None or not old._ticker.is_alive()
