@@ -196,7 +196,6 @@ class E5:
         self.type0 = f32("emb.type")[:h]
         self.ln0 = (f32("emb.ln.w"), f32("emb.ln.b"))
         self.layers = []
-        self.n_layers, self.ffn = layers, ffn
         for n in range(layers if load_layers else 0):
             p = f"l{n}."
             self.layers.append(
