@@ -91,6 +91,8 @@ _.intra_op_num_threads  # kb/retrieval/minilm.py
 _.inter_op_num_threads  # kb/retrieval/minilm.py
 _.enable_cpu_mem_arena  # kb/retrieval/minilm.py
 _.log_severity_level  # kb/retrieval/minilm.py
+_.graph_optimization_level  # kb/retrieval/e5_ort.py: an onnxruntime session option
+_.ir_version  # kb/retrieval/e5_ort.py: the ONNX model field onnxruntime reads
 
 # MCP tools, resources and commands registered by decorator (pipeline/mcp/server.py, kb/cli/mcp.py);
 # the SDK calls verify_token of the TokenVerifier protocol (pipeline/mcp/auth.py).

