@@ -54,7 +54,6 @@ RRF_WEIGHTS = {"bm25": 1.0, "dense": 1.0}
 # min-max normalised, a key scored by its best chunk, BM25_SHARE·bm25 + (1-BM25_SHARE)·dense).
 FUSION = "rrf"
 BM25_SHARE = 0.5
-FUSIONS = ("rrf", "norm", "norm-chunk")
 PASSAGE_TOKENS = 400  # retrieval.passage_tokens: about two chunks of the default 200 tokens
 _FAR_FUTURE = dt.date.max.toordinal()
 
@@ -546,7 +545,7 @@ class Searcher:
             for values in per_list.values():
                 for row, value in values.items():
                     chunk_rrf[row] = chunk_rrf.get(row, 0.0) + value
-            fused = {}
+            fused: dict[str, float] = {}
             # "norm": a key's score per list is its best chunk in that list, summed over lists;
             # "norm-chunk": a key's score is its best chunk's summed score
             for values in per_list.values() if self.fusion == "norm" else (chunk_rrf,):
