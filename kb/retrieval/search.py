@@ -28,6 +28,7 @@ from kb.forgotten import Denied, load_denied
 from kb.repo import Repo
 from kb.retrieval.chunking import EVIDENCE, PAGE
 from kb.retrieval.embedder import Embedder, make_embedder
+from kb.retrieval.fusion import normalised
 from kb.retrieval.manifest import MANIFEST_FILE, Manifest, load_manifest
 from kb.scopes import SYSTEM, parse_principal
 from kb.tokens import count_tokens
@@ -150,19 +151,6 @@ def rrf(lists: dict[str, list[str]], k: int, weights: dict[str, float] | None = 
         for rank, item in enumerate(ids, 1):
             fused[item] = fused.get(item, 0.0) + w / (k + rank)
     return fused
-
-
-def _normalised(lists: dict[str, Candidates], bm25_share: float) -> dict[str, dict[int, float]]:
-    """Per list, per chunk row: its min-max normalised score (the list's top chunk 1.0, its last
-    0.0) times the list's weight (``bm25_share`` for BM25, the rest for dense)."""
-    out: dict[str, dict[int, float]] = {}
-    for name, cand in lists.items():
-        weight = bm25_share if name == "bm25" else 1.0 - bm25_share
-        hi, lo = (max(cand.scores), min(cand.scores)) if cand.scores else (0.0, 0.0)
-        out[name] = {
-            row: weight * ((score - lo) / (hi - lo) if hi > lo else 1.0) for row, score in zip(cand.rows, cand.scores, strict=True)
-        }
-    return out
 
 
 @dataclass
@@ -540,7 +528,7 @@ class Searcher:
                     order.append(key)
             ranked[name] = order
         if self.fusion in ("norm", "norm-chunk") and len(lists) > 1:
-            per_list = _normalised(lists, self.bm25_share)
+            per_list = normalised(lists, self.bm25_share)
             chunk_rrf = {}
             for values in per_list.values():
                 for row, value in values.items():
