@@ -8,7 +8,7 @@ DATA ?= ../shared/data
 
 PREFIX ?= $(HOME)/.local
 
-.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-pr bench-memory bench-consolidate bench-retrieval bench-embed bench-docs clean
+.PHONY: setup install demo lint test bench bench-check bench-gate bench-loop bench-pr bench-memory bench-consolidate bench-retrieval bench-answerability bench-embed bench-docs clean
 
 setup: $(VENV)/.installed
 
@@ -64,6 +64,16 @@ bench-memory: setup
 # One consolidation cycle over LoCoMo user memory (offline agents): pages, claims, recall@10 before/after.
 bench-consolidate: setup
 	PYTHONPATH=$(CURDIR) $(BIN)/python bench/consolidate_locomo.py --locomo $(DATA)/locomo/locomo-dev.json --conversations 3
+
+# Answerability on four documentation sites (bench/data/answerability/*.json name each site's
+# repository, commit and folder): ANSWER_DOCS/<set>/<folder> holds `git archive <commit> <folder>`.
+ANSWER_DOCS ?= /tmp/kb-answer-docs
+ANSWER_SETS ?= mkdocs myst flask fastapi-zh
+bench-answerability: setup
+	for set in $(ANSWER_SETS); do \
+	  folder=$$($(BIN)/python -c "import json,sys; print(json.load(open(sys.argv[1]))['folder'])" bench/data/answerability/$$set.json); \
+	  $(BIN)/python bench/answerability.py bench/data/answerability/$$set.json --docs $(ANSWER_DOCS)/$$set/$$folder --fusions --reuse || exit 1; \
+	done
 
 bench-retrieval: setup
 	$(BIN)/kb eval retrieval --corpus $(DATA)/scifact/corpus.jsonl --queries $(DATA)/scifact/queries.jsonl --qrels $(DATA)/scifact/qrels/dev.tsv --mode all --k 10,100

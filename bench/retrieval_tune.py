@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kb.retrieval.chunking import PAGE
@@ -37,54 +39,71 @@ def score(searcher: Searcher, data, vectors, modes, k: int) -> dict[str, dict[st
     return {m: {key: round(v / n, 4) for key, v in d.items()} for m, d in sums.items()}
 
 
-def _doc_scores(searcher: Searcher, cand, agg: str) -> dict[str, float]:
-    """Per-document score of one retriever's chunk list: its best chunk (max) or the sum of
-    its chunks' min-max normalised scores."""
-    out: dict[str, float] = {}
-    if not cand.scores:
-        return out
-    hi, lo = max(cand.scores), min(cand.scores)
-    for row, score in zip(cand.rows, cand.scores, strict=True):
-        norm = (score - lo) / (hi - lo) if hi > lo else 1.0
-        key = searcher.page_of(row)
-        out[key] = max(out.get(key, 0.0), norm) if agg == "max" else out.get(key, 0.0) + norm
-    return out
+# Fusion choices compared in one run (issue 30): name -> Searcher settings. "norm W": each list's
+# chunk scores min-max normalised, a document at its best chunk per list, W·BM25 + (1-W)·dense;
+# "norm-chunk W": a document at its best chunk's combined score; "norm-sum W" (bench only): a
+# document at the sum of its chunks; "fields X": BM25F title and headings weight X (default 0.5).
+FUSION_CHOICES: dict[str, dict[str, object]] = {
+    "rrf k60 w1.0 (default)": {},
+    "rrf k20 w1.0": {"rrf_k": 20},
+    "rrf k60 w0.7": {"rrf_weights": {"bm25": 0.7, "dense": 1.0}},
+    **{f"norm {w}": {"fusion": "norm", "bm25_share": w} for w in (0.4, 0.5, 0.6, 0.7)},
+    "norm-chunk 0.5": {"fusion": "norm-chunk", "bm25_share": 0.5},
+    "norm-sum 0.5": {"fusion": "norm-sum", "bm25_share": 0.5},
+    "rrf, fields 0": {"field_boosts": {"title": 0.0, "headings": 0.0}},
+    "rrf, fields 1.0": {"field_boosts": {"title": 1.0, "headings": 1.0}},
+    "norm 0.5, fields 1.0": {"fusion": "norm", "bm25_share": 0.5, "field_boosts": {"title": 1.0, "headings": 1.0}},
+}
 
 
-def _fused(searcher: Searcher, lists, choice: str) -> list[str]:
-    if choice.startswith("rrf"):
-        return searcher.fuse_keys(lists, searcher.page_of)[0]
-    agg = "sum" if choice.endswith("sum") else "max"
-    bm25, dense = _doc_scores(searcher, lists["bm25"], agg), _doc_scores(searcher, lists["dense"], agg)
-    w = float(choice.split(":")[1].split()[0])
-    total = {k: w * bm25.get(k, 0.0) + (1 - w) * dense.get(k, 0.0) for k in bm25.keys() | dense.keys()}
+@contextmanager
+def settings(searcher: Searcher, choice: dict[str, object]) -> Iterator[Searcher]:
+    """``searcher`` with one fusion choice applied, restored afterwards."""
+    saved = {name: getattr(searcher, name) for name in ("rrf_k", "rrf_weights", "fusion", "bm25_share", "field_boosts")}
+    for name, value in choice.items():
+        setattr(searcher, name, {**saved["field_boosts"], **value} if name == "field_boosts" else value)  # type: ignore[dict-item]
+    try:
+        yield searcher
+    finally:
+        for name, value in saved.items():
+            setattr(searcher, name, value)
+
+
+def _summed(searcher: Searcher, lists, share: float) -> list[str]:
+    """Documents by the sum of their chunks' normalised scores (the aggregation not in the product)."""
+    total: dict[str, float] = {}
+    for name, cand in lists.items():
+        if not cand.scores:
+            continue
+        hi, lo = max(cand.scores), min(cand.scores)
+        weight = share if name == "bm25" else 1 - share
+        for row, value in zip(cand.rows, cand.scores, strict=True):
+            key = searcher.page_of(row)
+            total[key] = total.get(key, 0.0) + weight * ((value - lo) / (hi - lo) if hi > lo else 1.0)
     return sorted(total, key=lambda k: (-total[k], k))
 
 
+def fused_documents(searcher: Searcher, text: str, vector, k: int) -> dict[str, list[str]]:
+    """One query's document ranking under every fusion choice (candidate lists re-ranked only
+    when a choice changes the BM25 field weights)."""
+    query = Query(text, ("system",), k, None, "hybrid")
+    lists = searcher.rank(query, PAGE, vector)
+    out = {}
+    for name, choice in FUSION_CHOICES.items():
+        with settings(searcher, {n: v for n, v in choice.items() if n != "fusion" or v != "norm-sum"}) as s:
+            own = s.rank(query, PAGE, vector) if "field_boosts" in choice else lists
+            out[name] = _summed(s, own, s.bm25_share) if choice.get("fusion") == "norm-sum" else s.fuse_keys(own, s.page_of)[0]
+    return out
+
+
 def compare_fusions(searcher: Searcher, data, vectors, k: int) -> None:
-    """Every fusion choice on the same candidate lists: RRF (k, bm25 weight), normalised score
-    combination (weight of BM25; per document the best chunk or the sum of chunks)."""
-    choices = ["rrf k60 w1.0", "rrf k60 w0.7", "rrf k20 w1.0", "rrf k100 w1.0"]
-    choices += [f"norm:{w} {agg}" for w in (0.3, 0.4, 0.5) for agg in ("max", "sum")]
-    fields = {"title+headings 0": 0.0, "title+headings 1.0": 1.0}  # BM25F field weights (default 0.5), RRF k60
-    sums = dict.fromkeys(choices + list(fields), 0.0)
-    saved = dict(searcher.field_boosts)
-    for name, weight in fields.items():
-        searcher.field_boosts = {**saved, "title": weight, "headings": weight}
-        for qid, text in data.queries.items():
-            lists = searcher.rank(Query(text, ("system",), k, None, "hybrid"), PAGE, vectors[qid])
-            sums[name] += ndcg_at(searcher.fuse_keys(lists, searcher.page_of)[0], data.qrels[qid], k)
-    searcher.field_boosts = saved
+    """Every fusion choice on the same candidate lists, nDCG@k per choice."""
+    sums = dict.fromkeys(FUSION_CHOICES, 0.0)
     for qid, text in data.queries.items():
-        lists = searcher.rank(Query(text, ("system",), k, None, "hybrid"), PAGE, vectors[qid])
-        for choice in choices:
-            if choice.startswith("rrf"):
-                parts = choice.split()
-                searcher.rrf_k, searcher.rrf_weights = int(parts[1][1:]), {"bm25": float(parts[2][1:]), "dense": 1.0}
-            sums[choice] += ndcg_at(_fused(searcher, lists, choice), data.qrels[qid], k)
-    searcher.rrf_k, searcher.rrf_weights = 60, {"bm25": 1.0, "dense": 1.0}
-    for choice in sums:
-        print(json.dumps({"fusion": choice, f"ndcg@{k}": round(sums[choice] / len(data.queries), 4)}), flush=True)
+        for name, ranked in fused_documents(searcher, text, vectors[qid], k).items():
+            sums[name] += ndcg_at(ranked, data.qrels[qid], k)
+    for name, total in sums.items():
+        print(json.dumps({"fusion": name, f"ndcg@{k}": round(total / len(data.queries), 4)}), flush=True)
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ from kb.forgotten import Denied, load_denied
 from kb.repo import Repo
 from kb.retrieval.chunking import EVIDENCE, PAGE
 from kb.retrieval.embedder import Embedder, make_embedder
+from kb.retrieval.fusion import normalised
 from kb.retrieval.manifest import MANIFEST_FILE, Manifest, load_manifest
 from kb.scopes import SYSTEM, parse_principal
 from kb.tokens import count_tokens
@@ -50,6 +51,10 @@ FIELD_BOOSTS = {"title": 0.5, "headings": 0.5, "summary": 0.5, "body": 1.0}
 BM25_K1 = 1.2
 BM25_B = 0.75
 RRF_WEIGHTS = {"bm25": 1.0, "dense": 1.0}
+# How two retrievers' lists become one: "rrf" (reciprocal ranks) or "norm" (each list's scores
+# min-max normalised, a key scored by its best chunk, BM25_SHARE·bm25 + (1-BM25_SHARE)·dense).
+FUSION = "rrf"
+BM25_SHARE = 0.5
 PASSAGE_TOKENS = 400  # retrieval.passage_tokens: about two chunks of the default 200 tokens
 _FAR_FUTURE = dt.date.max.toordinal()
 
@@ -188,6 +193,7 @@ class Searcher:
         self.candidates = candidates
         self.rrf_k = rrf_k
         self.rrf_weights = dict(RRF_WEIGHTS)
+        self.fusion, self.bm25_share = FUSION, BM25_SHARE
         self.field_boosts = dict(FIELD_BOOSTS)
         self.bm25_b, self.bm25_k1 = BM25_B, BM25_K1
         self.embedder = embedder
@@ -285,6 +291,7 @@ class Searcher:
         clone = copy.copy(self)
         clone.denied, clone.passage_tokens = denied, passage_tokens
         clone.rrf_weights, clone.field_boosts = dict(self.rrf_weights), dict(self.field_boosts)
+        clone.fusion, clone.bm25_share = self.fusion, self.bm25_share
         clone._owner = False
         clone._ix = clone._searcher = None  # a view opens its own reference engine, if asked to
         return clone
@@ -520,7 +527,24 @@ class Searcher:
                     scores.setdefault(key, {})[name] = score
                     order.append(key)
             ranked[name] = order
-        fused = rrf(ranked, self.rrf_k, self.rrf_weights)
+        if self.fusion in ("norm", "norm-chunk") and len(lists) > 1:
+            per_list = normalised(lists, self.bm25_share)
+            chunk_rrf = {}
+            for values in per_list.values():
+                for row, value in values.items():
+                    chunk_rrf[row] = chunk_rrf.get(row, 0.0) + value
+            fused: dict[str, float] = {}
+            # "norm": a key's score per list is its best chunk in that list, summed over lists;
+            # "norm-chunk": a key's score is its best chunk's summed score
+            for values in per_list.values() if self.fusion == "norm" else (chunk_rrf,):
+                best_in: dict[str, float] = {}
+                for row, value in values.items():
+                    key = group(row)
+                    best_in[key] = max(best_in.get(key, 0.0), value)
+                for key, value in best_in.items():
+                    fused[key] = fused.get(key, 0.0) + value
+        else:
+            fused = rrf(ranked, self.rrf_k, self.rrf_weights)
         best: dict[str, int] = {}
         for row, value in chunk_rrf.items():
             key = group(row)
@@ -528,7 +552,7 @@ class Searcher:
                 best[key] = row
         order = sorted(fused, key=lambda key: (-fused[key], key))
         for key in order:
-            scores[key]["rrf"] = fused[key]
+            scores[key]["rrf"] = fused[key]  # the fused score, whichever fusion made it
         return order, ranks, scores, best
 
     def fuse_chunks(self, lists: dict[str, Candidates], namespace: str, k: int) -> list[Hit]:

@@ -8,11 +8,12 @@ and closers (``!!! note``, ``/// tip | Title``, ``///``, ``=== "Tab"``, MyST ``:
 ``.. note::``), include directives (``--8<--``, ``{!file!}``) and attribute lists
 (``{.class target=_blank}``). The characters are kept as written: a full-width comma stays one.
 
-``passage`` then splits that text into sentences and puts first the one that matches the query
-best: its distinct terms matched the way BM25 matched them (the same analyser: stems, Chinese
-words), each weighted by how few of the passage's sentences hold it. The sentences that follow it
-come after it while they fit ``width`` characters; the answer-bearing sentence itself is never
-cut. A hit found by meaning alone (no term matches) starts at its first sentence.
+``passage`` then splits that text into sentences and starts at the one whose window (it and
+the sentences after it that fit ``width`` characters) holds the most of the query: its distinct
+terms matched the way BM25 matched them (the same analyser: stems, Chinese words), each weighted
+by how few of the passage's sentences hold it, counted once per window; on a tie the start that
+itself matches most, then the earliest (a section's lead sentence often says what it is for). The first sentence
+is never cut. A hit found by meaning alone (no term matches) starts at its first sentence.
 """
 
 from __future__ import annotations
@@ -156,27 +157,56 @@ def best_sentence(units: list[str], query: str) -> int:
     return weights.index(top) if top > 0 else 0
 
 
+def _window(units: list[str], start: int, width: int) -> list[int]:
+    """The units shown from ``start``: it (whole), then the next ones while they fit ``width``."""
+    shown, used = [start], 0
+    for n in range(start + 1, len(units)):
+        if used + len(units[n]) + 1 > width:
+            break
+        shown.append(n)
+        used += len(units[n]) + 1
+    return shown
+
+
+def best_window(units: list[str], query: str, width: int = WIDTH) -> int:
+    """Where the printed passage starts: the unit whose window (``_window``) holds the most
+    query-term weight, each distinct term counted once (log(1 + units / units holding it)); on a
+    tie the unit that itself holds the most, then the earliest (a section's lead sentence stays
+    first when the sentences after it add nothing). 0 when no term matches."""
+    wanted = _terms(query)
+    if not wanted or not units:
+        return 0
+    held = [_terms(unit) & wanted for unit in units]
+    df = {term: sum(term in h for h in held) for term in wanted}
+    weight = {t: math.log(1 + len(units) / df[t]) for t in wanted if df[t]}
+    best, top = 0, (0.0, 0.0)
+    for start in range(len(units)):
+        if not held[start]:
+            continue  # a window starts on a sentence that matches
+        covered = set().union(*(held[n] for n in _window(units, start, width)))
+        score = (round(sum(weight[t] for t in covered), 9), round(sum(weight[t] for t in held[start]), 9))
+        if score > top:
+            best, top = start, score
+    return best
+
+
 def passage(text: str, query: str, width: int = WIDTH) -> Passage:
-    """The reader's text of ``text``: its best sentence for ``query`` first (whole, up to
-    ``MAX_SENTENCE``), then the sentences after it while they fit ``width`` characters."""
+    """The reader's text of ``text`` from the start of its best window for ``query``
+    (``best_window``: its first sentence whole, up to ``MAX_SENTENCE``, then the sentences after
+    it while they fit ``width`` characters); ``answer`` is the window's best sentence."""
     reader = reader_text(text)
     units = sentences(reader.text)
     if not units:
         return Passage("", (), "", reader.citations)
-    first = best_sentence(units, query)
-    answer = _cap(units[first], MAX_SENTENCE)
-    shown = [answer]
-    used = 0
-    for unit in units[first + 1 :]:
-        if used + len(unit) + 1 > width:
-            break
-        shown.append(unit)
-        used += len(unit) + 1
+    first = best_window(units, query, width)
+    picked = _window(units, first, width)
+    best = picked[best_sentence([units[n] for n in picked], query)]
+    shown = [_cap(units[first], MAX_SENTENCE)] + [units[n] for n in picked[1:]]
     lead = "… " if first > 0 else ""
-    tail = " …" if first + len(shown) < len(units) else ""
+    tail = " …" if picked[-1] + 1 < len(units) else ""
     body = " ".join(" ".join(s.split()) if "\n" not in s else s for s in shown)
     out = lead + body + tail
-    return Passage(out, _spans(out, _terms(query)), answer, reader.citations)
+    return Passage(out, _spans(out, _terms(query)), _cap(units[best], MAX_SENTENCE), reader.citations)
 
 
 def _cap(text: str, limit: int) -> str:

@@ -47,3 +47,18 @@ def test_markup_lines_and_references_go_and_the_answer_comes_first() -> None:
 def test_full_width_punctuation_is_kept() -> None:
     shown = passage("第一句话。出差必须提前十四天预订，经理批准后才能报销。", "出差 报销")
     assert shown.answer == "出差必须提前十四天预订，经理批准后才能报销。" and "，" in shown.text and "," not in shown.text
+
+
+def test_the_passage_starts_where_its_window_holds_most_of_the_query() -> None:
+    text = (
+        "Unrelated opening words about history.\n\n"
+        "The directory where the output files are created. It may be relative to the directory of the config.\n\n"
+        "**default**: `'site'`\n\n"
+        "Later prose that says nothing relevant at all and goes on for quite a while, "
+        "long enough that a window starting at the first sentence cannot reach the default line below it.\n\n"
+    )
+    shown = passage(text, "which directory is the built site written to", width=120)
+    # the best single sentence is the default line ("site" is rarer than "directory"); the window from
+    # the lead sentence holds both
+    assert shown.text.startswith("… The directory where the output files are created.")
+    assert "`'site'`" in shown.text
