@@ -1,0 +1,68 @@
+"""``kb consolidate`` on memory made by ``kb memory ingest``: re-verification reads a claim as the
+gate read it when it merged, so a correct claim is never rewritten, and a claim it does restate
+keeps who said it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kb.repo import Repo
+from pipeline.consolidate.record import current_cycle
+from tests.builders import commit, write_chat
+
+
+def _memory(root: Path, user: str) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text(encoding="utf-8") for p in sorted((root / "users" / user).rglob("*.md"))}
+
+
+def _ingest(cli, tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    assert cli("init", str(root)).code == 0
+    chat = write_chat(
+        tmp_path / "chat.json",
+        [
+            ("Deborah", "I started a pottery class last month and I go every Tuesday."),
+            ("Jolene", "You're doing a wonderful job keeping up with your classes!"),
+            ("Deborah", "The workshop I joined last year taught me to keep trying."),
+            ("Jolene", "Your patience with your students is so inspiring."),
+        ],
+        "2024-03-12T18:00:00",
+    )
+    result = cli("memory", "ingest", "--user", "deborah", "--speaker", "Deborah", str(chat), "--no-index", cwd=root)
+    assert result.code == 0, result.err
+    return root
+
+
+def test_claims_the_gate_merged_are_verified_not_restated(cli, tmp_path: Path) -> None:
+    root = _ingest(cli, tmp_path)
+    before = _memory(root, "deborah")
+    attributed = [line for text in before.values() for line in text.splitlines() if re.match(r"- Jolene told Deborah: ", line)]
+    assert attributed, before  # the other speaker's words addressed to the user, attributed
+    run = cli("consolidate", "--no-index", cwd=root)
+    assert run.code == 0, run.err
+    after = _memory(root, "deborah")
+    text = "\n".join(after.values())
+    assert "In the source:" not in text
+    for line in attributed:
+        assert line in text  # kept word for word: the addressee is the user, whom the page is about
+    record = current_cycle(Repo(root))
+    assert record is not None and record.status == "complete"
+    changed = {key: c.reason for key, c in record.claims.items() if c.action != "verified"}
+    assert changed == {}, changed
+
+
+def test_a_restated_conversation_claim_keeps_its_speaker(cli, tmp_path: Path) -> None:
+    root = _ingest(cli, tmp_path)
+    page = next(p for p, text in _memory(root, "deborah").items() if "Jolene told Deborah: " in text)
+    path = root / page
+    text = path.read_text(encoding="utf-8")
+    wrong = re.sub(r"- Jolene told Deborah: (\"Your patience[^\n]*)", r"- Jolene told Deborah in 2019: \1", text, count=1)
+    assert wrong != text
+    commit(Repo(root), {page: wrong}, "a person's edit: a year the chat does not say")
+    run = cli("consolidate", "--no-index", cwd=root)
+    assert run.code == 0, run.err
+    after = path.read_text(encoding="utf-8")
+    assert "in 2019" not in after
+    assert re.search(r'- Jolene said: "Your patience with your students is so inspiring\."\.\[\^[^\]]+\]', after), after
+    assert "In the source:" not in after
