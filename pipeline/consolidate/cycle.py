@@ -41,6 +41,7 @@ from pipeline.consolidate.record import (
     Withdrawal,
     all_cycles,
     commit_record,
+    coverage,
     current_cycle,
 )
 from pipeline.consolidate.result import JobResult
@@ -451,7 +452,9 @@ def _finish(repo: Repo, cycle: Cycle, route: ForgeRoute | None = None) -> None:
     assert head is not None
     cycle.replay = replay_score(repo, head)
     cycle.content = content_digest(repo, head)
-    commit_record(repo, cycle, f"Consolidation {cycle.cycle}: complete, coverage 100%")
+    covered, total = coverage(cycle)
+    percent = 100.0 if not total else round(100.0 * covered / total, 1)
+    commit_record(repo, cycle, f"Consolidation {cycle.cycle}: complete, coverage {percent:g}% ({covered}/{total} checked)")
     if route is not None:
         route.publish()
 
