@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kb.repo import Repo
 from pipeline.consolidate.record import current_cycle
-from tests.builders import commit, write_chat
+from tests.builders import commit, page_for, write_chat
 
 
 def _memory(root: Path, user: str) -> dict[str, str]:
@@ -66,3 +66,46 @@ def test_a_restated_conversation_claim_keeps_its_speaker(cli, tmp_path: Path) ->
     assert "in 2019" not in after
     assert re.search(r'- Jolene said: "Your patience with your students is so inspiring\."\.\[\^[^\]]+\]', after), after
     assert "In the source:" not in after
+
+
+PORTO = "The Porto office opens at 9am.\nVisitors sign in at the front desk.\nNever share your badge with anyone.\n"
+BRAGA = "The Braga office opens at 8am.\nVisitors sign in at the front desk.\nNever share your badge with anyone.\n"
+
+
+def _office(path: str, title: str, ev: str, hours: str) -> str:
+    body = (
+        f"# {title}\n\n## Visiting\n\n- {hours}[^1]\n- Visitors sign in at the front desk.[^2]\n\n"
+        "> **Warning**\n>\n> - Never share your badge with anyone.[^3]\n\n"
+        f'[^1]: {ev}#L1-L1 "{hours.rstrip(".")}"\n'
+        f'[^2]: {ev}#L2-L2 "Visitors sign in at the front desk"\n'
+        f'[^3]: {ev}#L3-L3 "Never share your badge with anyone"\n'
+    )
+    return page_for(path, title, f"Visiting the {title.split()[0]} office.", body, sources=[ev])
+
+
+def test_dedupe_keeps_warnings_and_never_merges_across_sources(cli, tmp_path: Path) -> None:
+    from tests.builders import add_evidence, make_repo
+
+    repo = make_repo(tmp_path / "kb")
+    porto = add_evidence(repo, PORTO.encode(), "porto-handbook.md", "document")
+    braga = add_evidence(repo, BRAGA.encode(), "braga-handbook.md", "document")
+    files = {
+        "knowledge/offices/porto.md": _office("knowledge/offices/porto.md", "Porto office", porto, "The Porto office opens at 9am."),
+        "knowledge/offices/braga.md": _office("knowledge/offices/braga.md", "Braga office", braga, "The Braga office opens at 8am."),
+    }
+    commit(repo, files, "two offices, each from its own handbook")
+    run = cli("consolidate", "--no-index", cwd=repo.root)
+    assert run.code == 0, run.err
+    for path in files:
+        text = (repo.root / path).read_text(encoding="utf-8")
+        # the same words from two handbooks are two offices' facts: both stay, each citing its own
+        assert "- Visitors sign in at the front desk.[^2]" in text, text
+        assert "> - Never share your badge with anyone.[^3]" in text, text  # the warning stays whole
+        assert "status: deprecated" not in text
+    repo = Repo(repo.root)
+    record = current_cycle(repo)
+    assert record is not None
+    assert [c for c in record.claims.values() if c.action == "merged"] == []
+    assert [f for b in record.batches for f in b.found if f.kind == "duplicate"] == []  # not even proposed
+    head = repo.head()
+    assert head is not None and not any(c.message.startswith("Consolidate (dedupe)") for c in repo.git.walk(head.id))
