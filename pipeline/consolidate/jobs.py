@@ -329,10 +329,17 @@ def _current_text(page: Page) -> str:
     return "\n".join(rows)
 
 
+# How kb's memory writer counts a page's own entries in its L0 ("What Ann said about travel
+# (12 statements).", "... newest first (31 entries)."): a count of the page, not a claim about
+# the world, so not a number the page must state; the writer updates it on each ingest, and a
+# rewrite here would only be undone by the next one.
+_COUNT_RE = re.compile(r"\(\d+ (?:statements|entries)\)|\b\d+ statements\.$")
+
+
 def stale_terms(page: Page) -> list[str]:
     """Names, numbers and dates of the L0 that the page's current text (title included) lacks."""
     current = (page.title + "\n" + _current_text(page)).lower()
-    summary = page.summary
+    summary = _COUNT_RE.sub(" ", page.summary)
     terms = [m.group(0) for m in ISO_DATE_RE.finditer(summary)]
     terms += sorted(numbers(ISO_DATE_RE.sub(" ", summary)))
     terms += _NAME_RE.findall(summary.split(" ", 1)[1] if " " in summary else "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kb.page import parse_page
 from kb.repo import Repo
 from pipeline.consolidate.record import current_cycle
 from tests.builders import commit, page_for, write_chat
@@ -109,3 +110,35 @@ def test_dedupe_keeps_warnings_and_never_merges_across_sources(cli, tmp_path: Pa
     assert [f for b in record.batches for f in b.found if f.kind == "duplicate"] == []  # not even proposed
     head = repo.head()
     assert head is not None and not any(c.message.startswith("Consolidate (dedupe)") for c in repo.git.walk(head.id))
+
+
+SAID = [
+    "The workshop I joined taught me to keep trying.",
+    "My neighbour painted her fence bright green.",
+    "The bakery on my street closed for renovations.",
+    "Our team finally shipped the new booking system.",
+    "The train was late again this morning.",
+    "My landlord promised to fix the heating soon.",
+    "The library extended its opening hours.",
+    "A storm knocked over the old oak in the park.",
+    "My cousin is moving back from abroad.",
+    "The museum opened a new wing about ships.",
+    "Our book club picked a very long novel.",
+    "The market now sells fresh bread on Sundays.",
+    "My brother fixed the squeaky door for me.",
+]
+
+
+def test_the_memory_writers_l0_is_not_rewritten_back_and_forth(cli, tmp_path: Path) -> None:
+    root = tmp_path / "kb"
+    assert cli("init", str(root)).code == 0
+    said = [("Deborah", line) for line in SAID]
+    chat = write_chat(tmp_path / "chat.json", said, "2024-03-12T18:00:00")
+    result = cli("memory", "ingest", "--user", "deborah", "--speaker", "Deborah", str(chat), "--no-index", cwd=root)
+    assert result.code == 0, result.err
+    summaries = {p: parse_page(t, p).summary for p, t in _memory(root, "deborah").items()}
+    assert any("statements)." in s for s in summaries.values()), summaries
+    run = cli("consolidate", "--no-index", cwd=root)
+    assert run.code == 0, run.err
+    after = {p: parse_page(t, p).summary for p, t in _memory(root, "deborah").items()}
+    assert after == summaries  # the writer's own L0 (with its count of the page's entries) is left as written
