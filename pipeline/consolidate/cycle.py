@@ -473,11 +473,13 @@ def _finish(repo: Repo, cycle: Cycle, route: ForgeRoute | None = None) -> None:
     cycle.status = CycleStatus.COMPLETE
     cycle.finished_at = iso_utc()
     from pipeline.consolidate.replay import replay_score
+    from pipeline.consolidate.uncited import uncited_evidence
 
     head = repo.head()
     assert head is not None
     cycle.replay = replay_score(repo, head)
     cycle.content = content_digest(repo, head)
+    cycle.uncited = uncited_evidence(CommitView(repo, head), cycle.scope)
     covered, total = coverage(cycle)
     percent = 100.0 if not total else round(100.0 * covered / total, 1)
     commit_record(repo, cycle, f"Consolidation {cycle.cycle}: complete, coverage {percent:g}% ({covered}/{total} checked)")

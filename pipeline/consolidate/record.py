@@ -151,8 +151,27 @@ class Retired(_Record):
     batch: str
 
 
+class UncitedItem(_Record):
+    """One evidence item's lines that state a fact no page cites (``pipeline.consolidate.uncited``)."""
+
+    evidence: str
+    fact_lines: int  # its lines with a name, a number or a date
+    lines: int  # of those, the ones no citation span covers
+    examples: list[str]  # the first few: "L12: Porto, 2023"
+
+
+class Uncited(_Record):
+    """The evidence of a cycle's scope that no page cites, when the cycle completed."""
+
+    items: int  # evidence items read
+    with_uncited: int  # items with at least one uncited fact line
+    fact_lines: int
+    lines: int
+    listed: list[UncitedItem]  # the items with the most uncited lines, most first
+
+
 class Cycle(_Record):
-    WHEN_SET: ClassVar[frozenset[str]] = frozenset({"content"})
+    WHEN_SET: ClassVar[frozenset[str]] = frozenset({"content", "uncited"})
     cycle: str
     base: str
     scope: str
@@ -167,6 +186,7 @@ class Cycle(_Record):
     retired: list[Retired] = []
     replay: float | None = None
     content: str | None = None  # a hash of the tree it completed on (but the record): see status.content_digest
+    uncited: Uncited | None = None  # evidence no page cites, when it completed
 
     def entries_of(self, path: str) -> list[Entry]:
         """The page's entry and its claims' entries."""

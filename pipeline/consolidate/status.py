@@ -132,6 +132,7 @@ def cycle_status(repo: Repo) -> dict[str, Any]:
         "waiting": [b.branch for b in cycle.batches if b.state is BatchState.NEEDS_HUMAN],
         "disputed": sorted({k.rsplit("#", 1)[0] for k, e in cycle.claims.items() if e.action is Action.DISPUTED}),
         "retired": len(cycle.retired),
+        "uncited": None if cycle.uncited is None else cycle.uncited.model_dump(mode="json"),
     }
 
 
