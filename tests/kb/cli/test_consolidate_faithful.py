@@ -4,6 +4,7 @@ keeps who said it."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -142,3 +143,17 @@ def test_the_memory_writers_l0_is_not_rewritten_back_and_forth(cli, tmp_path: Pa
     assert run.code == 0, run.err
     after = {p: parse_page(t, p).summary for p, t in _memory(root, "deborah").items()}
     assert after == summaries  # the writer's own L0 (with its count of the page's entries) is left as written
+
+
+def test_offline_a_claim_in_other_words_is_not_counted_as_re_checked(cli, tmp_path: Path) -> None:
+    """Offline, nothing can re-check a claim that says its quote in other words: it is kept as
+    written and coverage does not count it (the page itself was checked)."""
+    from tests.pipeline.consolidate.test_model_jobs import repo_with
+
+    repo, _ = repo_with(tmp_path / "para", {"refunds": ([("Refunds are allowed.", 1)], "")})
+    run = cli("consolidate", "--no-index", "--json", cwd=repo.root)
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
+    assert data["status"] == "complete" and data["coverage"]["covered"] == data["coverage"]["total"] - 1, data["coverage"]
+    state = json.loads(cli("consolidate", "status", "--json", cwd=repo.root).out)
+    assert state["actions"].get("kept") == 1 and state["coverage"]["percent"] < 100.0, state
