@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agents.offline.revision import is_verbatim
+from ci.rules import factcheck as fc
 from ci.rules.grounding import Cited, Evidence, Reader, check_statement
 from ci.rules.indexes import ENTRY_RE
 from ci.rules.page_grounding import summary_problems
@@ -89,7 +90,9 @@ def _check_claims(texts: Texts, page: Page, cites: dict[str, Citation]) -> list[
         checked.cited = resolved
         if resolved:
             refs = "".join(f"[^{c.label}]" for c in resolved)
-            checked.problems += [f"{refs} {p.message}" for p in check_statement(claim.text, Evidence(resolved), reader)]
+            checked.problems += [
+                f"{refs} {p.message}" for p in check_statement(fc.STATUS_NOTE_RE.sub("", claim.text), Evidence(resolved), reader)
+            ]
         out.append(checked)
     return out
 

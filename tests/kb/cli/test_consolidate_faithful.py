@@ -157,3 +157,26 @@ def test_offline_a_claim_in_other_words_is_not_counted_as_re_checked(cli, tmp_pa
     assert data["status"] == "complete" and data["coverage"]["covered"] == data["coverage"]["total"] - 1, data["coverage"]
     state = json.loads(cli("consolidate", "status", "--json", cwd=repo.root).out)
     assert state["actions"].get("kept") == 1 and state["coverage"]["percent"] < 100.0, state
+
+
+def test_a_claims_date_note_is_read_as_the_gate_reads_it(cli, tmp_path: Path) -> None:
+    """The memory writer's note on a relative date (``_("last year" = 2023, counted from …)_``) is
+    not part of the claim for the gate; re-verification does not read it as an unsupported number."""
+    root = tmp_path / "kb"
+    assert cli("init", str(root)).code == 0
+    chat = write_chat(
+        tmp_path / "chat.json",
+        [
+            ("Deborah", "This book I read last year reminds me to always pursue my dreams!"),
+            ("Jolene", "That sounds like a wonderful book."),
+        ],
+        "2024-03-12T18:00:00",
+    )
+    assert cli("memory", "ingest", "--user", "deborah", "--speaker", "Deborah", str(chat), "--no-index", cwd=root).code == 0
+    before = _memory(root, "deborah")
+    noted = [line for text in before.values() for line in text.splitlines() if '_("last year" = 2023' in line]
+    assert noted, [line for text in before.values() for line in text.splitlines() if "last year" in line]
+    assert cli("consolidate", "--no-index", cwd=root).code == 0
+    text = "\n".join(_memory(root, "deborah").values())
+    assert "In the source:" not in text
+    assert all(line in text for line in noted)
