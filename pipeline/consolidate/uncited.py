@@ -24,7 +24,7 @@ LISTED_ITEMS = 20  # items named in the record, the most uncited lines first
 EXAMPLES = 3  # lines named per item
 MAX_LINES = 5000  # lines read per item
 
-_PREFIX_RE = re.compile(r"^\[[^\]]{1,40}\]\s*[^:\[\]]{1,40}:\s*")
+_PREFIX_RE = re.compile(r"^\[[^\]]{1,40}\]\s*(?P<speaker>[^\[\]]{1,40}?):\s+")
 _NUMBER_RE = re.compile(r"\b\d+(?:[.,:/-]\d+)*\b")
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _MONTHS = frozenset(
@@ -35,8 +35,19 @@ _SENTENCE_END = frozenset('.!?:;"“(')
 _NOT_NAMES = frozenset({"I", "I'm", "I've", "I'd", "I'll", "OK", "Ok"})
 
 
-def facts(line: str) -> list[str]:
-    """The words that make ``line`` a fact: its numbers, month names and mid-sentence capitalised words."""
+def speakers(lines: list[str]) -> frozenset[str]:
+    """The names of a conversation's speakers (the first word of each ``[time] speaker:`` prefix)."""
+    names = set()
+    for line in lines[:MAX_LINES]:
+        m = _PREFIX_RE.match(line.strip())
+        if m and (word := _WORD_RE.match(m.group("speaker").strip())):
+            names.add(word.group(0).lower())
+    return frozenset(names)
+
+
+def facts(line: str, people: frozenset[str] = frozenset()) -> list[str]:
+    """The words that make ``line`` a fact: its numbers, month names and mid-sentence capitalised
+    words; a speaker's name (or its short form: ``Mel`` of Melanie) is who talks, not a fact."""
     text = _PREFIX_RE.sub("", line.strip(), count=1)
     found = [m.group(0) for m in _NUMBER_RE.finditer(text)]
     for m in _WORD_RE.finditer(text):
@@ -46,6 +57,8 @@ def facts(line: str) -> list[str]:
         if word.lower() in _MONTHS and word[0].isupper():
             found.append(word)
         elif word[0].isupper() and not starts and word not in _NOT_NAMES and any(c.islower() for c in word):
+            if any(name.startswith(word.lower()) and len(word) >= 3 for name in people):
+                continue
             found.append(word)
     return list(dict.fromkeys(found))
 
@@ -90,8 +103,9 @@ def uncited_evidence(view: CommitView, scope: str) -> Uncited:
         result.items += 1
         cited = covered.get(evidence_id, set())
         item = UncitedItem(evidence=evidence_id, fact_lines=0, lines=0, examples=[])
+        people = speakers(lines)
         for number, line in _statements(lines):
-            words = facts(line)
+            words = facts(line, people)
             if not words:
                 continue
             item.fact_lines += 1

@@ -32,3 +32,13 @@ def test_status_names_the_fact_lines_no_page_cites(cli, tmp_path: Path) -> None:
     chat = by_item[ids["chat"]]
     assert chat["examples"][0].startswith("L1: ") and "Lisbon" in chat["examples"][0]
     assert all(not e.startswith("L3:") for e in chat["examples"]), chat
+
+
+def test_speakers_and_their_short_names_are_not_facts(cli, tmp_path: Path) -> None:
+    repo, _ = make_sample_repo(tmp_path / "kb")
+    talk = "[2023-08-25T13:33:00] Caroline (D1:1): Hey, Mel! How are you?\n[2023-08-25T13:34:00] Melanie (D1:2): Fine, Caroline. I moved to Porto.\n"
+    ev = add_evidence(repo, talk.encode(), "talk.txt", "document")
+    assert cli("consolidate", "--no-index", cwd=repo.root).code == 0
+    data = json.loads(cli("consolidate", "status", "--json", cwd=repo.root).out)["uncited"]
+    item = next(i for i in data["listed"] if i["evidence"] == ev)
+    assert item == {"evidence": ev, "fact_lines": 1, "lines": 1, "examples": ["L2: Porto"]}, item
