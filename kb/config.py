@@ -132,6 +132,7 @@ class IfNeeded(_Strict):
     """When ``kb consolidate --if-needed`` starts a cycle: any one threshold passed (0 turns one off)."""
 
     new_evidence: int = Field(50, ge=0)  # evidence items added since the last cycle's base
+    new_sessions: int = Field(10, ge=0)  # conversations of one user added since the last cycle's base
     open_conflicts: int = Field(1, ge=0)  # contradicting current facts
     replay_drop: float = Field(0.0, ge=0, le=1)  # fall of the replay score since the last cycle, above this
     days: int = Field(30, ge=0)  # days since the last cycle started

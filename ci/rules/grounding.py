@@ -168,12 +168,6 @@ class Reader:
         return bool(self.user_names) and bool(parts) and parts <= self.user_names
 
 
-def check_claim(claim: str, quote: str, span: str, conversation: bool = False) -> list[Ungrounded]:
-    """One claim read against one citation given as text: its quote and its cited lines."""
-    lines = tuple(span.splitlines()) or ("",)
-    return check_statement(claim, Evidence([Cited("1", "", 1, len(lines), quote, lines, conversation)]), Reader())
-
-
 def check_statement(text: str, evidence: Evidence, reader: Reader) -> list[Ungrounded]:
     """Problems of one sentence against everything it cites (empty when grounded)."""
     claim = fc.fold(FOOTREF_RE.sub("", text))

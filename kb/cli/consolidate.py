@@ -114,3 +114,11 @@ def status(as_json: JsonOpt = False) -> None:
         echo(f"waiting for a person: {branch}")
     for path in state["disputed"]:
         echo(f"disputed, for a person to decide: {path}")
+    if state["uncited"] is not None:
+        from pipeline.consolidate.record import Uncited
+        from pipeline.consolidate.uncited import summary
+
+        found = Uncited.model_validate(state["uncited"])
+        echo(f"uncited evidence: {summary(found)}")
+        for item in found.listed[:5]:
+            echo(f"  {item.evidence}: {item.lines} of {item.fact_lines} fact line(s) uncited: {'; '.join(item.examples)}")

@@ -34,6 +34,10 @@ REPLAY_FILE = f"{RECORD_DIR}/replay.yaml"
 # (``pipeline.records.set_status``), as ``kb run`` names a branch that did not converge.
 NEEDS_HUMAN = "needs-human"
 
+# The reason of a page or claim kept because its batch never merged (a person declined the
+# branch): nothing on main checked it in this cycle, so coverage does not count it.
+UNCHECKED = "not re-checked"
+
 
 class Action(StrEnum):
     """What the cycle did to a page or claim, in rank order: an action only moves up (``outranks``)."""
@@ -147,8 +151,27 @@ class Retired(_Record):
     batch: str
 
 
+class UncitedItem(_Record):
+    """One evidence item's lines that state a fact no page cites (``pipeline.consolidate.uncited``)."""
+
+    evidence: str
+    fact_lines: int  # its lines with a name, a number or a date
+    lines: int  # of those, the ones no citation span covers
+    examples: list[str]  # the first few: "L12: Porto, 2023"
+
+
+class Uncited(_Record):
+    """The evidence of a cycle's scope that no page cites, when the cycle completed."""
+
+    items: int  # evidence items read
+    with_uncited: int  # items with at least one uncited fact line
+    fact_lines: int
+    lines: int
+    listed: list[UncitedItem]  # the items with the most uncited lines, most first
+
+
 class Cycle(_Record):
-    WHEN_SET: ClassVar[frozenset[str]] = frozenset({"content"})
+    WHEN_SET: ClassVar[frozenset[str]] = frozenset({"content", "uncited"})
     cycle: str
     base: str
     scope: str
@@ -163,6 +186,7 @@ class Cycle(_Record):
     retired: list[Retired] = []
     replay: float | None = None
     content: str | None = None  # a hash of the tree it completed on (but the record): see status.content_digest
+    uncited: Uncited | None = None  # evidence no page cites, when it completed
 
     def entries_of(self, path: str) -> list[Entry]:
         """The page's entry and its claims' entries."""
@@ -238,6 +262,12 @@ def commit_record(repo: Repo, cycle: Cycle, message: str) -> str:
 
 
 def coverage(cycle: Cycle) -> tuple[int, int]:
-    """(covered, total) pages and claims of the cycle's scope."""
+    """(checked, total) pages and claims of the cycle's scope: an entry counts once a batch that
+    merged (or changed nothing) checked it; one still pending, or kept because its batch was
+    declined, does not."""
     items = list(cycle.pages.values()) + list(cycle.claims.values())
-    return sum(1 for i in items if i.action is not Action.PENDING), len(items)
+    return sum(1 for i in items if checked(i.action, i.reason)), len(items)
+
+
+def checked(action: Action, reason: str | None) -> bool:
+    return action is not Action.PENDING and not (action is Action.KEPT and (reason or "").startswith(UNCHECKED))

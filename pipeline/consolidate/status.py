@@ -11,8 +11,9 @@ from typing import Any
 
 import pygit2
 
-from kb.evidence import ledger_at
+from kb.evidence import LedgerEntry, ledger_at
 from kb.repo import Repo
+from kb.scopes import user_of
 from pipeline.consolidate.conflicts import current_conflicts
 from pipeline.consolidate.record import (
     RECORD_DIR,
@@ -131,7 +132,18 @@ def cycle_status(repo: Repo) -> dict[str, Any]:
         "waiting": [b.branch for b in cycle.batches if b.state is BatchState.NEEDS_HUMAN],
         "disputed": sorted({k.rsplit("#", 1)[0] for k, e in cycle.claims.items() if e.action is Action.DISPUTED}),
         "retired": len(cycle.retired),
+        "uncited": None if cycle.uncited is None else cycle.uncited.model_dump(mode="json"),
     }
+
+
+def new_sessions(entries: list[LedgerEntry]) -> dict[str, int]:
+    """Conversations (one session each) among ``entries``, by the user they belong to."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        user = user_of(entry.scope)
+        if entry.kind == "conversation" and user is not None:
+            counts[user] = counts.get(user, 0) + 1
+    return counts
 
 
 def needed(repo: Repo, now: dt.datetime | None = None) -> list[str]:
@@ -146,9 +158,14 @@ def needed(repo: Repo, now: dt.datetime | None = None) -> list[str]:
     if cycle.status is CycleStatus.OPEN:
         return [f"cycle {cycle.cycle} is open"]
     reasons = []
-    new = len(ledger_at(repo, head)) - cycle.evidence_count
+    ledger = ledger_at(repo, head)
+    new = len(ledger) - cycle.evidence_count
     if limits.new_evidence and new >= limits.new_evidence:
         reasons.append(f"{new} new evidence item(s) since the last cycle (threshold {limits.new_evidence})")
+    sessions = new_sessions(ledger[cycle.evidence_count :])
+    for user, count in sorted(sessions.items()):
+        if limits.new_sessions and count >= limits.new_sessions:
+            reasons.append(f"{count} new session(s) of user {user} since the last cycle (threshold {limits.new_sessions})")
     view = CommitView(repo, head)
     conflicts = len(current_conflicts(view.pages()))
     if limits.open_conflicts and conflicts >= limits.open_conflicts:

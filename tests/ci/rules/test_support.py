@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from ci.rules import support
-from ci.rules.grounding import check_claim, statements
+from ci.rules.grounding import statements
 from kb.page import parse_page
+from tests.ci.rules.one_claim import check_claim
 
 PAGE = """---
 id: api

@@ -88,3 +88,23 @@ def test_the_plan_says_what_offline_skips_and_status_lists_disputed_pages(cli, t
     assert run.code == 0 and ": complete, coverage 100%" in run.out, run.err
     status = cli("consolidate", "status", cwd=repo.root)
     assert "disputed, for a person to decide: knowledge/policies/hours.md" in status.out
+
+
+def test_if_needed_starts_a_cycle_after_new_sessions_of_one_user(cli, tmp_path: Path) -> None:
+    """Sessions count per user: two of alice pass a threshold of 2, one of alice and one of bob do not."""
+    from tests.builders import add_conversation, commit
+
+    repo, _ = seed(tmp_path / "kb")
+    assert cli("consolidate", "--no-index", cwd=repo.root).code == 0
+    text = (repo.root / "kb.config.yaml").read_text()
+    text = text.replace("consolidation:\n", "consolidation:\n  if_needed: {new_evidence: 0, new_sessions: 2, days: 0}\n")
+    commit(repo, {"kb.config.yaml": text}, "config")
+    add_conversation(repo, [{"role": "user", "content": "I moved to Porto in May."}], user="alice", name="a1.json")
+    add_conversation(repo, [{"role": "user", "content": "I adopted a cat."}], user="bob", name="b1.json")
+    quiet = cli("consolidate", "--if-needed", cwd=repo.root)
+    assert quiet.code == 0 and quiet.out.startswith("no consolidation needed"), quiet.out
+    add_conversation(repo, [{"role": "user", "content": "My cat is called Miso."}], user="alice", name="a2.json")
+    result = cli("consolidate", "--if-needed", "--no-index", cwd=repo.root)
+    assert result.code == 0, result.err
+    assert result.out.startswith("consolidation needed: 2 new session(s) of user alice since the last cycle (threshold 2)"), result.out
+    assert "user bob" not in result.out

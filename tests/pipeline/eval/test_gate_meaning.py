@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from ci.rules.grounding import check_claim
 from kb.citations import strip_refs
 from pipeline.eval.mutations import OPERATORS, Corpus, PageView
+from tests.ci.rules.one_claim import check_claim
 
 EV = "ev-0123456789abcdef"
 CONV = "ev-fedcba9876543210"
