@@ -168,8 +168,8 @@ def _gate_status(forge: Forge, commit: str, ok: bool, errors: int) -> None:
 # ---- fetching a change -------------------------------------------------------------------
 
 
-def _open_kb_change(forge: Forge, ref: str) -> Change:
-    change = forge.get_change(ref)
+def _open_kb_change(forge: Forge, ref: str, known: Change | None = None) -> Change:
+    change = known or forge.get_change(ref)
     _kb_made(change, forge)
     if change.state != "open":
         raise ConflictError(
@@ -387,7 +387,7 @@ def merge_change(
 
         done = merge_evidence(repo, person, forge, build_index, sleep)  # a person's evidence-only pull request
         return MergeOutcome(done.change, done.commit, done.index)
-    change = _open_kb_change(forge, ref)
+    change = _open_kb_change(forge, ref, person)
     if expected_head is not None and change.head != expected_head:
         raise StaleApprovalError(
             f"{change.ref} moved to {change.head[:10]} after the review of {expected_head[:10]}: that approval is stale",

@@ -30,8 +30,8 @@ REQUIRED = ("kb-check", "kb/gate")
 NOTE = "# Lyon office\n\nThe Lyon office opened on 2025-05-02 and holds 40 desks.\n"
 
 
-def _protect(github: ForgeSetup) -> Repo:
-    github.double.protection = Protection(required_contexts=REQUIRED)
+def _protect(github: ForgeSetup, linear: bool = False) -> Repo:
+    github.double.protection = Protection(required_contexts=REQUIRED, linear_history=linear)
     github.double.add_token("tok-person", "alice")
     config = github.repo.root / "kb.config.yaml"
     config.write_text(
@@ -86,8 +86,11 @@ def _main_commits(github: ForgeSetup, since: str) -> list[pygit2.Commit]:
     return out
 
 
-def test_a_persons_evidence_pull_request_reaches_main_and_kb_proposes_from_it(github: ForgeSetup, tmp_path: Path, cli: Cli) -> None:
-    repo = _protect(github)
+@pytest.mark.parametrize("linear", [False, True], ids=["merge-commit", "linear-history"])
+def test_a_persons_evidence_pull_request_reaches_main_and_kb_proposes_from_it(
+    github: ForgeSetup, tmp_path: Path, cli: Cli, linear: bool
+) -> None:
+    repo = _protect(github, linear)
     start = github.double.branch_sha("main") or ""
     added: list[str] = []
     number = _persons_pull(github, tmp_path, "alice/lyon", lambda r: added.append(add_evidence(r, NOTE.encode(), "lyon.md", "document")))
@@ -107,11 +110,12 @@ def test_a_persons_evidence_pull_request_reaches_main_and_kb_proposes_from_it(gi
     pull = github.double.pulls[number]
     assert pull.merged
     commits = _main_commits(github, start)
-    assert [c.committer.name for c in commits if len(c.parents) == 2] == ["GitHub"]  # merged through the API, by its rules
-    assert all(c.committer.name == "GitHub" or str(c.id) == head for c in commits if len(c.parents) == 2)
     main = commits[0]
-    assert str(main.id) == pull.merge_sha and parse_trailers(main.message)["Kb-Evidence"] == added[0]
-    assert {str(c.id) for c in commits} == {pull.merge_sha, head}  # nothing reached main but the pull request
+    assert str(main.id) == pull.merge_sha and main.committer.name == "GitHub"  # merged through the API, under its rules
+    assert parse_trailers(main.message)["Kb-Evidence"] == added[0] and parse_trailers(main.message)["Kb-Intake"] == f"#{number} by alice"
+    # nothing reached main but the pull request: its merge commit and head, or its one squash commit
+    assert {str(c.id) for c in commits} == ({pull.merge_sha} if linear else {pull.merge_sha, head})
+    assert main.tree.id == github.double.bare[head].peel(pygit2.Commit).tree.id
     assert str(Repo(repo.root).head().id) == pull.merge_sha
 
     after = Repo(repo.root)
