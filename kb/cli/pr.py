@@ -65,7 +65,12 @@ def pr_review(number: ChangeArg) -> None:
 
 
 @pr_app.command("gate")
-def pr_gate(number: ChangeArg) -> None:
+def pr_gate(
+    number: ChangeArg,
+    approve: Annotated[
+        bool, typer.Option("--approve/--no-approve", help="Approve an evidence-only pull request that passes (off for forks).")
+    ] = True,
+) -> None:
     """Set the kb/gate status of any pull request (a person's too): the gate on its exact head,
     judged by the default branch's config and rules; an edit of the config, signers or workflows
     is refused. A pull request that only adds evidence and passes is approved by the reviewer.
@@ -74,7 +79,7 @@ def pr_gate(number: ChangeArg) -> None:
     """
     from pipeline.forge.pulls import gate_pull
 
-    outcome = gate_pull(open_repo(), number)
+    outcome = gate_pull(open_repo(), number, approve=approve)
     change = outcome.change
     verdict = "passed" if outcome.ok else f"{outcome.errors} error(s)"
     echo(f"{change.ref} {change.branch} @ {change.head[:10]}: kb/gate {verdict}")

@@ -98,7 +98,10 @@ def _gate_head(repo: Repo, remote: GitRemote | None, change: Change) -> tuple[py
     return base, head, gate
 
 
-def gate_pull(repo: Repo, ref: str, forge: Forge | None = None) -> GateOutcome:
+def gate_pull(repo: Repo, ref: str, forge: Forge | None = None, approve: bool = True) -> GateOutcome:
+    """The gate's status on any pull request; an evidence-only one that passes is approved unless
+    ``approve`` is False (the workflow passes False for a fork's pull request: evidence from
+    outside the repository's writers waits for a person)."""
     from pipeline.forge.changes import GATE_CONTEXT, make_forge, make_remote
 
     forge = forge or make_forge(repo)
@@ -118,7 +121,7 @@ def gate_pull(repo: Repo, ref: str, forge: Forge | None = None) -> GateOutcome:
     evidence = added_evidence(repo, base, head) or ()
     approved = False
     login = repo.config.forge.reviewer_login
-    if gate.ok and evidence and login and change.author != login:
+    if approve and gate.ok and evidence and login and change.author != login:
         mine = reviews_by(forge.reviews(change), login)
         if not (mine and mine[-1].state == "APPROVED" and mine[-1].commit == change.head):
             body = f"{EVIDENCE_APPROVAL}\n\nEvidence: {', '.join(evidence)}\n"

@@ -273,6 +273,10 @@ jobs:
           case "$HEAD_REF" in
             kb/*) if [ "$HEAD_REPO" = "$BASE_REPO" ]; then kb pr review "$PR_NUMBER"; exit 0; fi ;;
           esac
+          if [ "$HEAD_REPO" != "$BASE_REPO" ]; then
+            kb pr gate "$PR_NUMBER" --no-approve  # a fork's evidence waits for a person
+            exit 0
+          fi
           kb pr gate "$PR_NUMBER" | tee "$RUNNER_TEMP/gate.txt"
           if grep -q '^  evidence only:' "$RUNNER_TEMP/gate.txt"; then echo "evidence=true" >> "$GITHUB_OUTPUT"; fi
   merge-evidence:

@@ -142,6 +142,19 @@ def test_a_persons_pull_request_with_pages_gets_the_gate_but_kb_does_not_merge_i
     assert not github.double.pulls[number].merged
 
 
+def test_evidence_from_a_fork_is_gated_but_waits_for_a_person(github: ForgeSetup, tmp_path: Path, cli: Cli) -> None:
+    repo = _protect(github)
+    number = _persons_pull(github, tmp_path, "alice/fork", lambda r: add_evidence(r, NOTE.encode(), "lyon.md", "document") and None)
+    head = github.double.pulls[number].head_sha
+    assert _ci_check(github, tmp_path, cli, number).code == 0
+    gated = cli("pr", "gate", str(number), "--no-approve", cwd=repo.root)  # what kb-review runs for a fork's pull request
+    assert gated.code == 0 and "evidence only:" in gated.out and "approved" not in gated.out
+    assert github.double.contexts_on(head)["kb/gate"] == "success" and not github.double.pulls[number].reviews
+    refused = cli("pr", "merge", str(number), "--no-index")
+    assert refused.code == 11 and "has no approval by kb-reviewer" in refused.err
+    assert not github.double.pulls[number].merged
+
+
 @pytest.mark.parametrize(
     ("path", "text"),
     [
