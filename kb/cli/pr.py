@@ -97,9 +97,9 @@ def pr_merge(number: ChangeArg, no_index: NoIndexOpt = False) -> None:
     the reviewer approved (`kb pr gate N`); any other is a person's to merge.
     Example: kb pr merge 12
     """
-    from pipeline.forge.changes import merge_change
+    from pipeline.forge.pulls import merge_pull
 
-    outcome = merge_change(open_repo(), number, build_index=not no_index)
+    outcome = merge_pull(open_repo(), number, build_index=not no_index)
     echo(f"merged {outcome.change.ref} ({outcome.change.branch}) as {outcome.commit[:10]}")
     if outcome.index is not None:
         echo(f"index: {outcome.index.summary()}")

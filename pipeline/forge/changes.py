@@ -94,12 +94,12 @@ class OpenResult:
     gate_errors: int
 
 
-def _is_kb_made(change: Change, forge: Forge) -> bool:
+def is_kb_made(change: Change, forge: Forge) -> bool:
     return change.branch.startswith(BRANCH_PREFIX) and (not forge.capabilities.labels or KB_LABEL in change.labels)
 
 
 def _kb_made(change: Change, forge: Forge) -> None:
-    if not _is_kb_made(change, forge):
+    if not is_kb_made(change, forge):
         raise ForgeError(
             f"{change.ref} ({change.branch}) was not made by kb: kb reviews and merges only its own pull requests",
             hint=f"kb pull requests come from {BRANCH_PREFIX}* branches with the `{KB_LABEL}` label (`kb pr open BRANCH`)",
@@ -378,16 +378,12 @@ def merge_change(
     build_index: bool = True,
     expected_head: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    known: Change | None = None,
 ) -> MergeOutcome:
-    """Merge a change; ``expected_head``: the head that was reviewed (``kb run``), refused if it moved."""
+    """Merge a change; ``expected_head``: the head that was reviewed (``kb run``), refused if it
+    moved; ``known``: the change as just read from the forge (not read again)."""
     forge = forge or make_forge(repo)
-    person = forge.get_change(ref) if forge.capabilities.pull_requests else None
-    if person is not None and person.state == "open" and not _is_kb_made(person, forge):
-        from pipeline.forge.pulls import merge_evidence
-
-        done = merge_evidence(repo, person, forge, build_index, sleep)  # a person's evidence-only pull request
-        return MergeOutcome(done.change, done.commit, done.index)
-    change = _open_kb_change(forge, ref, person)
+    change = _open_kb_change(forge, ref, known)
     if expected_head is not None and change.head != expected_head:
         raise StaleApprovalError(
             f"{change.ref} moved to {change.head[:10]} after the review of {expected_head[:10]}: that approval is stale",

@@ -31,6 +31,7 @@ from kb.repo import Repo
 from pipeline.forge.authority import reviews_by
 from pipeline.forge.base import Change, Forge, ReviewSubmission
 from pipeline.forge.body import changed_paths
+from pipeline.forge.changes import GATE_CONTEXT, MergeOutcome, is_kb_made, make_forge, make_remote, merge_change, sync_main, wait_for_checks
 from pipeline.forge.remote import GitRemote
 from pipeline.review import branch_base
 from pipeline.workspace import BRANCH_PREFIX, open_workspace, remove_workspace
@@ -74,8 +75,6 @@ def added_evidence(repo: Repo, base: pygit2.Commit, head: pygit2.Commit) -> tupl
 def _gate_head(repo: Repo, remote: GitRemote | None, change: Change) -> tuple[pygit2.Commit, pygit2.Commit, GateReport]:
     """The pull request's head fetched (as data) into a worktree, gated against the synced default
     branch; the worktree and the local branch are removed afterwards."""
-    from pipeline.forge.changes import sync_main
-
     sync_main(repo, remote, build=False)  # the config and rules that judge it are the default branch's
     branch = pull_branch(change)
     with repo.write_lock():
@@ -102,8 +101,6 @@ def gate_pull(repo: Repo, ref: str, forge: Forge | None = None, approve: bool = 
     """The gate's status on any pull request; an evidence-only one that passes is approved unless
     ``approve`` is False (the workflow passes False for a fork's pull request: evidence from
     outside the repository's writers waits for a person)."""
-    from pipeline.forge.changes import GATE_CONTEXT, make_forge, make_remote
-
     forge = forge or make_forge(repo)
     if not forge.capabilities.pull_requests:
         raise UsageError(
@@ -142,8 +139,6 @@ def merge_evidence(
     repo: Repo, change: Change, forge: Forge, build_index: bool = True, sleep: Callable[[float], None] = time.sleep
 ) -> EvidenceMerge:
     """Merge a person's pull request if it only adds evidence that passes the gate (else refused)."""
-    from pipeline.forge.changes import make_remote, sync_main, wait_for_checks
-
     remote = make_remote(repo, forge)
     base, head, gate = _gate_head(repo, remote, change)
     evidence = added_evidence(repo, base, head)
@@ -170,6 +165,19 @@ def merge_evidence(
     )
     commit = forge.merge(change, change.head, title, message)
     return EvidenceMerge(change, commit, evidence, sync_main(repo, remote, build=build_index))
+
+
+def merge_pull(
+    repo: Repo, ref: str, forge: Forge | None = None, build_index: bool = True, sleep: Callable[[float], None] = time.sleep
+) -> MergeOutcome:
+    """``kb pr merge``: kb's own pull request as ``merge_change`` merges it, a person's only when it
+    adds evidence that passed (``merge_evidence``)."""
+    forge = forge or make_forge(repo)
+    change = forge.get_change(ref) if forge.capabilities.pull_requests else None
+    if change is not None and change.state == "open" and not is_kb_made(change, forge):
+        done = merge_evidence(repo, change, forge, build_index, sleep)
+        return MergeOutcome(done.change, done.commit, done.index)
+    return merge_change(repo, ref, forge, build_index=build_index, sleep=sleep, known=change)
 
 
 def refuse_persons_pull(change: Change) -> ForgeError:
