@@ -70,6 +70,11 @@ class GitRemote:
         """Fetch ``branch`` of the remote into the local ref ``into`` (forced: it mirrors the remote)."""
         self._git("fetch", "--no-tags", self.name, f"+refs/heads/{branch}:{into}", what=f"fetch of {branch}")
 
+    def fetch_ref(self, ref: str, into: str) -> None:
+        """Fetch any ref of the remote (``refs/pull/N/head``: a pull request's head, also from a fork)
+        into the local ref ``into`` (forced)."""
+        self._git("fetch", "--no-tags", self.name, f"+{ref}:{into}", what=f"fetch of {ref}")
+
     def push_notes(self) -> None:
         """Publish the review notes; a remote that moved is merged into first (notes of other heads)."""
         for ref in NOTES_REFS:
