@@ -48,6 +48,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pygit2
 
+from tests.forge.openapi_check import divergences
+
 REPO_URLS = (
     "html_url url archive_url assignees_url blobs_url branches_url collaborators_url comments_url commits_url compare_url "
     "contents_url contributors_url deployments_url downloads_url events_url forks_url git_commits_url git_refs_url git_tags_url "
@@ -61,6 +63,7 @@ USER_URLS = (
 ).split()
 PR_URLS = "url html_url diff_url patch_url issue_url commits_url review_comments_url review_comment_url comments_url statuses_url".split()
 NOW = "2025-06-18T12:00:00Z"
+DOCS = "https://docs.github.com/rest"
 
 
 @dataclass
@@ -145,6 +148,7 @@ class GitHubDouble:
         self.fail_next: list[Answer] = []
         self.meanwhile: list[tuple[str, Callable[[Pull], None]]] = []
         self.calls: list[str] = []
+        self.divergences: list[str] = []  # answers GitHub's OpenAPI description does not allow (openapi_check)
         self._ids = iter(range(1000, 10**9))
         self._lock = threading.RLock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -173,8 +177,12 @@ class GitHubDouble:
         return self
 
     def stop(self) -> None:
+        """Stop serving; an answer that diverged from GitHub's OpenAPI description fails here, so a
+        test using the double fails on it (whatever the client made of the answer)."""
         self._server.shutdown()
         self._server.server_close()
+        if self.divergences:
+            raise AssertionError("the GitHub test double sent answers GitHub would not:\n" + "\n".join(self.divergences))
 
     # ---- what CI and GitHub do ------------------------------------------------------------
 
@@ -303,9 +311,12 @@ class GitHubDouble:
                 "homepage": None,
                 "language": None,
                 "default_branch": "main",
-                "allow_merge_commit": self.allow_merge_commit,
-                "allow_squash_merge": self.allow_squash_merge,
-                "allow_rebase_merge": self.allow_rebase_merge,
+                "has_issues": True,
+                "has_projects": False,
+                "has_wiki": False,
+                "has_downloads": True,
+                "has_discussions": False,
+                "archived": False,
                 "has_pages": False,
                 "disabled": False,
                 "pushed_at": NOW,
@@ -320,10 +331,10 @@ class GitHubDouble:
             "node_id": f"L_{name}",
             "url": f"{self.api_url}/labels/{name}",
             "name": name,
-            "description": None,
+            "description": "",  # a string: the pull-request-simple schema does not allow null here
             "color": "ededed",
             "default": False,
-            "archived_at": None,
+            "archived_at": None,  # not in @octokit/openapi 23.0.2, required by githubkit (openapi_check.LATER)
             "archived_by": None,
         }
 
@@ -350,6 +361,8 @@ class GitHubDouble:
             "body": pull.body,
             "labels": [self._label(name) for name in pull.labels],
             "milestone": None,
+            "assignee": None,
+            "assignees": [],
             "created_at": NOW,
             "updated_at": NOW,
             "closed_at": None if pull.state == "open" else NOW,
@@ -372,6 +385,12 @@ class GitHubDouble:
             "deletions": 0,
             "changed_files": 0,
         }
+
+    def _pull_simple(self, pull: Pull) -> dict[str, Any]:
+        """A pull request as a listing shows it (``pull-request-simple``): no mergeability, no counts."""
+        full_only = {"merged", "mergeable", "mergeable_state", "merged_by", "comments", "review_comments", "maintainer_can_modify"}
+        full_only |= {"commits", "additions", "deletions", "changed_files"}
+        return {k: v for k, v in self._pull(pull).items() if k not in full_only}
 
     def _review(self, pull: Pull, review: dict[str, Any]) -> dict[str, Any]:
         url = f"{self.api_url}/repos/{self.owner}/{self.name}/pulls/{pull.number}"
@@ -426,6 +445,12 @@ class GitHubDouble:
     # ---- the API -------------------------------------------------------------------------
 
     def api(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], token: str | None) -> Answer:
+        """One REST call; its answer is checked against GitHub's OpenAPI description."""
+        answer = self._api(method, path, query, body, token)
+        self.divergences += divergences(method, path, answer.status, answer.body)
+        return answer
+
+    def _api(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], token: str | None) -> Answer:
         with self._lock:
             self.calls.append(f"{method} {path}")
             if self.fail_next:
@@ -504,7 +529,8 @@ class GitHubDouble:
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], login: str) -> Answer:
         if path == "" and method == "GET":  # the full repository: its merge buttons too
             settings = {"allow_merge_commit": self.allow_merge_commit, "allow_squash_merge": self.allow_squash_merge}
-            return Answer(200, self._repo() | settings | {"allow_rebase_merge": self.allow_rebase_merge})
+            full = {"allow_rebase_merge": self.allow_rebase_merge, "network_count": 0, "subscribers_count": 0}
+            return Answer(200, self._repo() | settings | full)
         m = re.fullmatch(r"/rules/branches/(.+)", path)
         if m and method == "GET":
             rules = self._rules() if m.group(1) == "main" else []
@@ -529,7 +555,7 @@ class GitHubDouble:
                 if (state == "all" or (p.state == "open" and not p.merged)) and (not head or p.head == head)
             ]
             chosen, headers = self._page(path, query, pulls)
-            return Answer(200, [self._pull(p) for p in chosen], headers)
+            return Answer(200, [self._pull_simple(p) for p in chosen], headers)
         if path == "/pulls" and method == "POST":
             return self._open(body, login)
         m = re.fullmatch(r"/statuses/([0-9a-f]{40})", path)
@@ -589,6 +615,7 @@ class GitHubDouble:
                 422,
                 {
                     "message": "Validation Failed",
+                    "documentation_url": DOCS,
                     "errors": [{"resource": "PullRequest", "field": "head" if head_sha is None else "base", "code": "invalid"}],
                 },
             )
@@ -597,6 +624,7 @@ class GitHubDouble:
                 422,
                 {
                     "message": "Validation Failed",
+                    "documentation_url": DOCS,
                     "errors": [
                         {"resource": "PullRequest", "code": "custom", "message": f"A pull request already exists for {self.owner}:{head}."}
                     ],
@@ -607,6 +635,7 @@ class GitHubDouble:
                 422,
                 {
                     "message": "Validation Failed",
+                    "documentation_url": DOCS,
                     "errors": [{"resource": "PullRequest", "code": "custom", "message": f"No commits between {base} and {head}"}],
                 },
             )
@@ -642,12 +671,23 @@ class GitHubDouble:
         event = body.get("event", "COMMENT")
         unprocessable = "Unprocessable Entity"
         if event == "APPROVE" and login == pull.author:
-            return Answer(422, {"message": unprocessable, "errors": ["Review Can not approve your own pull request"]})
+            return Answer(
+                422, {"message": unprocessable, "documentation_url": DOCS, "errors": ["Review Can not approve your own pull request"]}
+            )
         if event == "REQUEST_CHANGES" and not (body.get("body") or "").strip():
-            return Answer(422, {"message": unprocessable, "errors": ["Review Body is required when using REQUEST_CHANGES"]})
+            return Answer(
+                422, {"message": unprocessable, "documentation_url": DOCS, "errors": ["Review Body is required when using REQUEST_CHANGES"]}
+            )
         for comment in body.get("comments", []):
             if comment.get("side", "RIGHT") != "RIGHT" or not self._in_hunk(pull, comment["path"], int(comment["line"])):
-                return Answer(422, {"message": unprocessable, "errors": ["Pull request review thread line must be part of the diff"]})
+                return Answer(
+                    422,
+                    {
+                        "message": unprocessable,
+                        "documentation_url": DOCS,
+                        "errors": ["Pull request review thread line must be part of the diff"],
+                    },
+                )
         state = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}.get(event, "COMMENTED")
         review = {
             "id": next(self._ids),
@@ -724,7 +764,7 @@ class GitHubDouble:
         method = body.get("merge_method") or "merge"
         if method not in ("merge", "squash", "rebase"):
             error = {"resource": "PullRequest", "field": "merge_method", "code": "invalid"}
-            return Answer(422, {"message": "Validation Failed", "errors": [error]})
+            return Answer(422, {"message": "Validation Failed", "documentation_url": DOCS, "errors": [error]})
         refusal = self._refusal(pull, method, login)
         if refusal is not None:
             return Answer(405, {"message": refusal, "documentation_url": "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request"})
@@ -807,6 +847,7 @@ class GitHubDouble:
                 422,
                 {
                     "message": "Validation Failed",
+                    "documentation_url": DOCS,
                     "errors": [{"resource": "PullRequestReviewComment", "code": "missing_field", "field": "body"}],
                 },
             )
