@@ -66,6 +66,25 @@ NOW = "2025-06-18T12:00:00Z"
 DOCS = "https://docs.github.com/rest"
 
 
+def permission_needed(method: str, path: str) -> tuple[str, str] | None:
+    """The App permission GitHub requires for ``method path`` (under the repository), or None
+    (metadata: every installation token may read the repository and its rules)."""
+    level = "read" if method == "GET" else "write"
+    if path.endswith("/merge"):
+        return ("contents", "write")  # merging writes the base branch
+    if re.match(r"/commits/[^/]+/check-runs", path):
+        return ("checks", level)
+    if path.startswith("/statuses/") or re.match(r"/commits/[^/]+/status$", path):
+        return ("statuses", level)
+    if path.startswith(("/pulls", "/issues")):
+        return ("pull_requests", level)
+    return None
+
+
+def _grants(granted: str | None, level: str) -> bool:
+    return granted == "write" or (granted == "read" and level == "read")
+
+
 @dataclass
 class Pull:
     number: int
@@ -138,6 +157,7 @@ class GitHubDouble:
         self.bare = pygit2.init_repository(str(self.bare_path), bare=True, initial_head="main")
         self.bare.config["http.receivepack"] = "true"
         self.tokens: dict[str, tuple[str, str]] = {}  # token -> (login, write | read)
+        self.permissions: dict[str, dict[str, str]] = {}  # App installation token -> its permissions
         self.protection = protection or Protection(required_contexts=required_contexts)
         # the repository's merge buttons (Settings > General > Pull Requests)
         self.allow_merge_commit = self.allow_squash_merge = self.allow_rebase_merge = True
@@ -169,8 +189,13 @@ class GitHubDouble:
     def git_url(self) -> str:
         return f"{self.base_url}/git/{self.owner}/{self.name}.git"
 
-    def add_token(self, token: str, login: str, access: str = "write") -> None:
+    def add_token(self, token: str, login: str, access: str = "write", permissions: dict[str, str] | None = None) -> None:
+        """A token of ``login``; with ``permissions`` (``{"contents": "write", "checks": "read", ...}``)
+        a GitHub App installation token, refused (403, as GitHub refuses it) on any endpoint whose
+        permission it lacks ("write" includes "read"; metadata is always readable)."""
         self.tokens[token] = (login, access)
+        if permissions is not None:
+            self.permissions[token] = permissions
 
     def start(self) -> GitHubDouble:
         self._thread.start()
@@ -463,6 +488,11 @@ class GitHubDouble:
                 return Answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
             if method != "GET" and access != "write":
                 return Answer(403, {"message": "Resource not accessible by personal access token"})
+            need = permission_needed(method, path.removeprefix(prefix))
+            granted = self.permissions.get(token or "")
+            if granted is not None and need is not None and not _grants(granted.get(need[0]), need[1]):
+                refusal = {"message": "Resource not accessible by integration", "documentation_url": DOCS, "status": "403"}
+                return Answer(403, refusal, {"x-accepted-github-permissions": f"{need[0]}={need[1]}"})
             return self._route(method, path.removeprefix(prefix), query, body, login)
 
     def _page(self, path: str, query: dict[str, list[str]], items: list[Any]) -> tuple[list[Any], dict[str, str]]:
