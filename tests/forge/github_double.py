@@ -131,6 +131,19 @@ class Protection:
     required_approvals: int = 1
     dismiss_stale_reviews: bool = True
     linear_history: bool = False
+    merge_queue: bool = False  # "Require merge queue": merged only through the queue (merge method MERGE)
+
+
+@dataclass
+class QueueEntry:
+    """A pull request in the merge queue: GitHub builds ``ref`` (``gh-readonly-queue/...``), the
+    base's tip with the pull request merged, sends ``merge_group`` ``checks_requested`` for its
+    ``sha``, and moves the base to it once every required check passed there."""
+
+    pull: int
+    ref: str
+    sha: str
+    base_sha: str
 
 
 @dataclass
@@ -168,6 +181,8 @@ class GitHubDouble:
         self.fail_next: list[Answer] = []
         self.meanwhile: list[tuple[str, Callable[[Pull], None]]] = []
         self.calls: list[str] = []
+        self.queue: list[QueueEntry] = []  # the merge queue of the default branch, first to merge first
+        self.events: list[dict[str, Any]] = []  # the merge_group events a workflow would receive
         self.divergences: list[str] = []  # answers GitHub's OpenAPI description does not allow (openapi_check)
         self._ids = iter(range(1000, 10**9))
         self._lock = threading.RLock()
@@ -217,6 +232,69 @@ class GitHubDouble:
         self.check_runs.setdefault(sha, []).insert(
             0, {"id": run_id, "name": name, "status": status, "conclusion": conclusion if status == "completed" else None}
         )
+        with self._lock:
+            self._advance_queue()
+
+    def _advance_queue(self) -> None:
+        """The first queue entry merges when every required check passed on its ``sha`` (the base
+        moves to it), leaves the queue when one failed; the next entry is built on the new base."""
+        while self.queue:
+            entry, pull = self.queue[0], self.pulls[self.queue[0].pull]
+            states = self.contexts_on(entry.sha)
+            required = self.protection.required_contexts
+            if any(states.get(c) in ("failure", "error") for c in required):
+                self._dequeue(entry, "dequeued")
+                continue
+            if not all(states.get(c) == "success" for c in required):
+                return
+            self.bare.references.create(f"refs/heads/{pull.base}", pygit2.Oid(hex=entry.sha), force=True)
+            pull.merged, pull.state, pull.merge_sha = True, "closed", entry.sha
+            self._dequeue(entry, "merged")
+            for later in self.queue:  # rebuilt on the base that moved
+                self._build_entry(later)
+
+    def _dequeue(self, entry: QueueEntry, reason: str) -> None:
+        self.queue.remove(entry)
+        self.bare.references.delete(entry.ref)
+        self.events.append({"event": "merge_group", "action": "destroyed", "reason": reason, "merge_group": self._group(entry)})
+
+    def _group(self, entry: QueueEntry) -> dict[str, Any]:
+        return {"head_sha": entry.sha, "head_ref": entry.ref, "base_sha": entry.base_sha, "base_ref": "refs/heads/main"}
+
+    def _build_entry(self, entry: QueueEntry) -> None:
+        """The entry's temporary ref: the base's tip (after the entries ahead of it) with the pull
+        request merged, and a ``merge_group`` event for it."""
+        pull = self.pulls[entry.pull]
+        ahead = self.queue[: self.queue.index(entry)]
+        base = self.bare[ahead[-1].sha if ahead else self.branch_sha(pull.base) or ""].peel(pygit2.Commit)
+        head = self.bare[pull.head_sha].peel(pygit2.Commit)
+        tree = self.bare.merge_commits(base, head).write_tree(self.bare)
+        sig = pygit2.Signature("GitHub", "noreply@github.com")
+        message = f"Merge pull request #{pull.number} from {self.owner}/{pull.head}\n\n{pull.title}\n"
+        if entry.ref in self.bare.references:
+            self.bare.references.delete(entry.ref)
+        entry.base_sha = str(base.id)
+        entry.ref = f"refs/heads/gh-readonly-queue/{pull.base}/pr-{pull.number}-{entry.base_sha}"
+        entry.sha = str(self.bare.create_commit(entry.ref, sig, sig, message, tree, [base.id, head.id]))
+        self.events.append({"event": "merge_group", "action": "checks_requested", "merge_group": self._group(entry)})
+
+    def enqueue(self, pull: Pull, login: str, expected_head: str | None) -> str | None:
+        """GraphQL ``enqueuePullRequest``: why GitHub refuses it (its message), or None, queued."""
+        self._refresh(pull)
+        if not self.protection.merge_queue:
+            return "Merge queue is not enabled for this branch"
+        if expected_head and expected_head != pull.head_sha:
+            return "Head ref was modified. Review and try the merge again."
+        if any(e.pull == pull.number for e in self.queue):
+            return "Pull request is already in the merge queue"
+        refusal = self._refusal(pull, "merge", login, queued=True)
+        if refusal is not None:
+            return refusal
+        entry = QueueEntry(pull.number, "", "", "")
+        self.queue.append(entry)
+        self._build_entry(entry)
+        self._advance_queue()
+        return None
 
     def secondary_rate_limit(self, retry_after: int = 1) -> None:
         """The next API call is refused as GitHub refuses bursts: 403 with ``Retry-After``."""
@@ -483,6 +561,7 @@ class GitHubDouble:
             if token not in self.tokens:
                 return Answer(401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
             login, access = self.tokens[token]
+            self._advance_queue()  # a check CI reported on a queue entry (a status) may have merged it
             prefix = f"/repos/{self.owner}/{self.name}"
             if path != prefix and not path.startswith(prefix + "/"):
                 return Answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
@@ -530,6 +609,17 @@ class GitHubDouble:
             rules.append(rule | {"type": "pull_request", "parameters": parameters})
         if protection.linear_history:
             rules.append(rule | {"type": "required_linear_history"})
+        if protection.merge_queue:
+            parameters = {
+                "check_response_timeout_minutes": 60,
+                "grouping_strategy": "ALLGREEN",
+                "max_entries_to_build": 5,
+                "max_entries_to_merge": 5,
+                "merge_method": "MERGE",
+                "min_entries_to_merge": 1,
+                "min_entries_to_merge_wait_minutes": 0,
+            }
+            rules.append(rule | {"type": "merge_queue", "parameters": parameters})
         return rules
 
     def _check_run(self, sha: str, run: dict[str, Any]) -> dict[str, Any]:
@@ -746,7 +836,7 @@ class GitHubDouble:
         base_tip = self.bare.references[f"refs/heads/{pull.base}"].peel(pygit2.Commit)
         return self.bare.merge_commits(base_tip, self.bare[pull.head_sha].peel(pygit2.Commit))
 
-    def _refusal(self, pull: Pull, method: str, login: str) -> str | None:
+    def _refusal(self, pull: Pull, method: str, login: str, queued: bool = False) -> str | None:
         """Why GitHub refuses to merge ``pull`` by ``method`` now (its 405 message), or None."""
         allowed = {"merge": self.allow_merge_commit, "squash": self.allow_squash_merge, "rebase": self.allow_rebase_merge}
         if method not in allowed:
@@ -755,6 +845,8 @@ class GitHubDouble:
             noun = {"merge": "Merge commits", "squash": "Squash merges", "rebase": "Rebase merges"}[method]
             return f"{noun} are not allowed on this repository."
         protection = self.protection
+        if protection.merge_queue and not queued:
+            return "Changes must be made through the merge queue"
         if protection.linear_history and method == "merge":
             return "Merge commits are not allowed on this branch: this branch must not contain merge commits."
         latest: dict[str, dict[str, Any]] = {}
@@ -895,11 +987,32 @@ class GitHubDouble:
             if token not in self.tokens:
                 return Answer(401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/graphql"})
             query, variables = str(body.get("query", "")), body.get("variables") or {}
+            if "enqueuePullRequest" in query:
+                return self._enqueue_mutation(variables, self.tokens[token][0])
             if "resolveReviewThread" in query:
                 return self._resolve(str(variables.get("threadId", "")), self.tokens[token][1])
             if "reviewThreads" in query:
                 return self._threads(variables)
             return Answer(200, {"errors": [{"message": "this test double answers only reviewThreads and resolveReviewThread"}]})
+
+    def _enqueue_mutation(self, variables: dict[str, Any], login: str) -> Answer:
+        node = str(variables.get("pullRequestId", ""))
+        pull = self.pulls.get(int(node.removeprefix("PR_"))) if re.fullmatch(r"PR_\d+", node) else None
+        if pull is None:
+            error = {
+                "type": "NOT_FOUND",
+                "path": ["enqueuePullRequest"],
+                "message": f"Could not resolve to a node with the global id of '{node}'",
+            }
+            return Answer(200, {"data": {"enqueuePullRequest": None}, "errors": [error]})
+        refusal = self.enqueue(pull, login, variables.get("expectedHeadOid"))
+        if refusal is not None:
+            error = {"type": "UNPROCESSABLE", "path": ["enqueuePullRequest"], "message": refusal}
+            return Answer(200, {"data": {"enqueuePullRequest": None}, "errors": [error]})
+        position = next((n + 1 for n, e in enumerate(self.queue) if e.pull == pull.number), None)
+        state = "MERGED" if pull.merged else "AWAITING_CHECKS"
+        entry = {"id": f"MQE_{pull.number}", "position": position or 0, "state": state}
+        return Answer(200, {"data": {"enqueuePullRequest": {"mergeQueueEntry": entry}}})
 
     def _threads(self, variables: dict[str, Any]) -> Answer:
         owner, name = variables.get("owner"), variables.get("name")
