@@ -8,12 +8,14 @@ from __future__ import annotations
 import pygit2
 import pytest
 
-from kb.errors import ForgeError
-from pipeline.forge.changes import merge_change, open_change, review_change
-from pipeline.propose import propose
+from kb.repo import Repo
+from pipeline.forge.base import ChecksPendingError
+from pipeline.forge.changes import merge_change
+from pipeline.forge.github import GitHubForge
 from tests.forge.github_double import Protection
-from tests.pipeline.forge.conftest import ForgeSetup
+from tests.pipeline.forge.conftest import TOKENS, ForgeSetup
 from tests.pipeline.forge.test_double_protection import PREFIX, _approve, _merge, _pull
+from tests.pipeline.forge.test_protected_merge import _protected
 
 ENQUEUE = "mutation($id: ID!, $head: GitObjectID) { enqueuePullRequest(input: {pullRequestId: $id, expectedHeadOid: $head}) { mergeQueueEntry { id position state } } }"
 REQUIRED = ("kb-check", "kb/gate")
@@ -87,13 +89,35 @@ def test_a_pull_request_without_its_checks_cannot_enter_the_queue(github: ForgeS
     assert double.queue == []
 
 
-def test_kbs_direct_merge_is_refused_by_a_merge_queue_rule(github: ForgeSetup) -> None:
-    """The rule that refuses kb today: a branch requiring the merge queue answers kb's merge 405."""
-    github.double.protection = Protection(required_contexts=("kb/gate",), merge_queue=True)
-    repo = github.repo
-    proposal = propose(repo)
-    open_change(repo, proposal.branch, github.forge())
-    assert review_change(repo, "1", github.forge()).review.verdict == "approve"
-    with pytest.raises(ForgeError, match=r"\(405\): Changes must be made through the merge queue"):
-        merge_change(repo, "1", github.forge(), build_index=False)
-    assert not github.double.pulls[1].merged
+def test_a_kb_change_reaches_main_through_the_merge_queue(github: ForgeSetup) -> None:
+    """kb's merge on a branch requiring the queue (and kb-check, kb/gate, an approval): a direct
+    merge would be refused (405), so kb enqueues the approved head and waits while CI runs the
+    required checks on the queue's ref (``merge_group``); main moves to the queue's commit."""
+    repo, head = _protected(github)
+    double = github.double
+    double.protection.merge_queue = True
+    double.add_check_run(head, "kb-check")
+    ci_runs: list[str] = []
+
+    def ci_on_merge_group(_seconds: float) -> None:  # the workflows on merge_group report both checks
+        group = next(e["merge_group"] for e in reversed(double.events) if e["action"] == "checks_requested")
+        ci_runs.append(group["head_sha"])
+        double.add_check_run(group["head_sha"], "kb-check")
+        double.api("POST", f"{PREFIX}/statuses/{group['head_sha']}", {}, {"state": "success", "context": "kb/gate"}, "tok-proposer")
+
+    forge = GitHubForge(repo.config.forge, TOKENS, base_delay_s=0.01, sleep=ci_on_merge_group)
+    outcome = merge_change(repo, "1", forge, build_index=False, sleep=ci_on_merge_group)
+    main = double.bare.references["refs/heads/main"].peel(pygit2.Commit)
+    assert str(main.id) == outcome.commit == ci_runs[0] and [str(p.id) for p in main.parents][1] == head
+    assert double.pulls[1].merged and not [c for c in double.calls if c.endswith("/merge")]  # no direct merge tried
+    assert str(Repo(repo.root).head().id) == outcome.commit
+
+
+def test_a_queue_that_has_not_merged_yet_is_waiting_for_checks(github: ForgeSetup) -> None:
+    repo, head = _protected(github, wait_s=20)
+    github.double.protection.merge_queue = True
+    github.double.add_check_run(head, "kb-check")
+    waits: list[float] = []
+    with pytest.raises(ChecksPendingError, match=r"waiting for checks on #1: it is in the merge queue of main"):
+        merge_change(repo, "1", GitHubForge(repo.config.forge, TOKENS, sleep=waits.append), build_index=False, sleep=waits.append)
+    assert waits == [10.0, 10.0] and [e.pull for e in github.double.queue] == [1] and not github.double.pulls[1].merged
