@@ -25,6 +25,15 @@ the text it had when commented on: an approximation of GitHub's rule, which foll
 ``meanwhile`` queues what a person does on github.com between kb's calls: ``("review", fn)`` runs
 ``fn(pull)`` after the next review is stored, ``("merge", fn)`` before the next merge is decided.
 
+Merge queue (``Protection.merge_queue``): the ``merge_queue`` rule, direct merges refused (405),
+the GraphQL ``enqueuePullRequest`` mutation building the queue's ``gh-readonly-queue/...`` ref
+(``merge_group`` events in ``events``), the base moved there once the required checks pass on it.
+App installation tokens (``add_token(..., permissions=...)``) are refused (403, "Resource not
+accessible by integration") where they lack the permission (``permission_needed``).
+
+Every REST answer is validated against GitHub's OpenAPI description (``openapi_check``); a
+divergence is recorded and fails the test when the double stops.
+
 Its answers are shaped as GitHub's (the fields githubkit's typed models require), so the typed
 parsing in the forge checks them. ``fail_next`` queues raw answers (a 5xx, a rate limit) for
 the next API calls; ``calls`` counts API calls.
