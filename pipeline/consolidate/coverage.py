@@ -5,7 +5,7 @@ what a person decided about a branch left for them. An action only ever moves up
 from __future__ import annotations
 
 from kb.repo import Repo
-from pipeline.consolidate.record import Action, Batch, BatchKind, BatchState, Cycle, FoundRecord
+from pipeline.consolidate.record import UNCHECKED, Action, Batch, BatchKind, BatchState, Cycle, FoundRecord
 from pipeline.consolidate.result import JobResult
 from pipeline.consolidate.view import root_of
 from pipeline.merge import merged_as
@@ -25,13 +25,16 @@ def record_batch(cycle: Cycle, batch: Batch, jobs: list[tuple[str, JobResult]], 
     if skipped:
         batch.skipped = skipped
     fixed_ok = state is BatchState.DONE
+    if not fixed_ok:
+        _unchecked(cycle, _paths_of(cycle, batch, jobs), commit, f"{UNCHECKED}: its batch {batch.id} was declined")
+        return
     for _, result in jobs:
         for key, (action, reason) in result.claims.items():
             if key in cycle.claims:
-                cycle.claims[key].set_action(action if fixed_ok else Action.KEPT, commit, reason)
+                cycle.claims[key].set_action(action, commit, reason)
         for path, action in result.pages.items():
             if path in cycle.pages:
-                cycle.pages[path].set_action(action if fixed_ok else Action.KEPT, commit)
+                cycle.pages[path].set_action(action, commit)
     if batch.kind is BatchKind.PAGES:
         for path in batch.pages:
             if path in cycle.pages:
@@ -39,7 +42,7 @@ def record_batch(cycle: Cycle, batch: Batch, jobs: list[tuple[str, JobResult]], 
             for key, entry in cycle.claims.items():
                 if key.rsplit("#", 1)[0] == path:
                     entry.set_action(Action.VERIFIED, commit)
-    for path, what in (batch.withdrawn or {}).items() if fixed_ok else ():
+    for path, what in (batch.withdrawn or {}).items():
         # the Reviewer refused the change to this page: it stays as it was; a contradiction on it waits for a person
         action = Action.DISPUTED if what.kind == "conflict" else Action.KEPT
         reason = f"change withdrawn after review: {what.reason}" + ("; for a person to decide" if action is Action.DISPUTED else "")
@@ -59,8 +62,25 @@ def settle_human(repo: Repo, cycle: Cycle, batch: Batch, pull_state: str | None 
     commit = done.commit if done is not None else str(batch.commit or cycle.base)
     batch.commit = commit
     paths = set(batch.pages) or {p for p in cycle.pages if root_of(p) == batch.root}
+    if done is None:
+        _unchecked(cycle, paths, commit, f"{UNCHECKED}: {branch} was declined by a person")
+        return
     for path in paths & set(cycle.pages):
-        cycle.pages[path].set_action(Action.CHANGED if done is not None else Action.KEPT, commit)
+        cycle.pages[path].set_action(Action.CHANGED, commit)
     for key, entry in cycle.claims.items():
         if key.rsplit("#", 1)[0] in paths:
-            entry.set_action(Action.KEPT, commit)
+            entry.set_action(Action.KEPT, commit, "merged by a person")
+
+
+def _paths_of(cycle: Cycle, batch: Batch, jobs: list[tuple[str, JobResult]]) -> set[str]:
+    """The pages a batch covers: its own, else (a scope root's batch) those its jobs named."""
+    named = {path for _, r in jobs for path in r.pages} | {key.rsplit("#", 1)[0] for _, r in jobs for key in r.claims}
+    return set(batch.pages) | (named & set(cycle.pages))
+
+
+def _unchecked(cycle: Cycle, paths: set[str], commit: str, reason: str) -> None:
+    """Pages and claims of a declined batch: kept as they are, and not counted as checked (an
+    entry another batch already checked stays as that batch recorded it)."""
+    for entry in [cycle.pages[p] for p in paths if p in cycle.pages] + [e for k, e in cycle.claims.items() if k.rsplit("#", 1)[0] in paths]:
+        if entry.action in (Action.PENDING, Action.VERIFIED, Action.KEPT):
+            entry.action, entry.commit, entry.reason = Action.KEPT, commit, reason

@@ -41,6 +41,7 @@ from pipeline.consolidate.record import (
     Withdrawal,
     all_cycles,
     commit_record,
+    coverage,
     current_cycle,
 )
 from pipeline.consolidate.result import JobResult
@@ -317,10 +318,14 @@ class _Run:
             commit, jobs = converged
         else:
             commit = done.commit
+        self.merged(batch, branch, jobs, commit)
+
+    def merged(self, batch: Batch, branch: str, jobs: list[tuple[str, JobResult]], commit: str) -> None:
         self.report.merged.append(branch)
-        record_batch(cycle, batch, jobs, commit, BatchState.DONE)
+        record_batch(self.cycle, batch, jobs, commit, BatchState.DONE)
         self.report.batches_done.append(batch.id)
-        self.record(batch, "merged")
+        follow = _follow_up(self.cycle, batch, jobs)
+        self.record(batch, "merged" + (f"; the rest of its change follows in {follow.id}" if follow else ""))
 
     def settle(self, batch: Batch) -> None:
         """A batch left for a person: has the person merged, closed or deleted it yet?"""
@@ -419,6 +424,28 @@ class _Run:
         return self.repo.head()
 
 
+def _follow_up(cycle: Cycle, batch: Batch, jobs: list[tuple[str, JobResult]]) -> Batch | None:
+    """A batch whose change was cut to fit a review (a split moving only the sections that fit)
+    is followed, right after it, by a batch over the same pages: it runs on the merged result and
+    proposes the next part. Recorded in the plan, so a killed run resumes with it."""
+    if not any(result.again for _, result in jobs):
+        return None
+    stem, _, n = batch.id.partition("+")
+    follow = batch.model_copy(
+        update={
+            "id": f"{stem}+{int(n or 1) + 1}",
+            "state": BatchState.PENDING,
+            "branch": None,
+            "commit": None,
+            "found": [],
+            "skipped": None,
+        }
+    )
+    follow.rounds = follow.withdrawn = None
+    cycle.batches.insert(cycle.batches.index(batch) + 1, follow)
+    return follow
+
+
 def _nothing_new(repo: Repo, cycle: Cycle, head: pygit2.Commit, scope: str, batch_pages: int, today: str) -> bool:
     """True when the last cycle is complete, covered ``scope``, nothing but the record changed
     since it ended, and its jobs would change nothing today (a fact may have expired meanwhile):
@@ -451,7 +478,9 @@ def _finish(repo: Repo, cycle: Cycle, route: ForgeRoute | None = None) -> None:
     assert head is not None
     cycle.replay = replay_score(repo, head)
     cycle.content = content_digest(repo, head)
-    commit_record(repo, cycle, f"Consolidation {cycle.cycle}: complete, coverage 100%")
+    covered, total = coverage(cycle)
+    percent = 100.0 if not total else round(100.0 * covered / total, 1)
+    commit_record(repo, cycle, f"Consolidation {cycle.cycle}: complete, coverage {percent:g}% ({covered}/{total} checked)")
     if route is not None:
         route.publish()
 

@@ -49,11 +49,42 @@ class _Stated:
     quote: str = ""  # what the citation quotes of its span (one line may state several things)
 
 
+_ADMONITION_RE = re.compile(r"^(?:!!!|\?\?\?\+?|///+|:::+)\s*\w")
+_FENCE_RE = re.compile(r"^(?:///+|:::+)\s*$")
+
+
+def in_aside(page: Page, line: int) -> bool:
+    """Whether file line ``line`` of ``page`` is inside a blockquote or an admonition (``> …``,
+    ``!!! warning`` with its indented body, ``/// note`` … ``///``, ``::: tip`` … ``:::``):
+    a warning or a note says something on purpose where it stands, so it is never merged away."""
+    rows = page.body.splitlines()
+    at = line - page.header_lines - 1
+    if not 0 <= at < len(rows):
+        return False
+    if rows[at].lstrip().startswith(">"):
+        return True
+    depth = 0
+    for row in rows[:at]:
+        if _FENCE_RE.match(row.strip()):
+            depth = max(0, depth - 1)
+        elif _ADMONITION_RE.match(row.strip()) and not row.strip().startswith(("!!!", "???")):
+            depth += 1
+    if depth:
+        return True
+    if rows[at].startswith(("    ", "\t")):
+        for row in reversed(rows[:at]):
+            if row.strip() and not row.startswith(("    ", "\t")):
+                return row.lstrip().startswith(("!!!", "???"))
+    return False
+
+
 def _stated_claims(page: Page) -> list[_Stated]:
     cites = {c.label: c for c in page.structure.citations if c.evidence_id}
     out = []
     for claim in page.structure.claims:
         if len(claim.labels) != 1 or claim.labels[0] not in cites or section_of_line(page, claim.line) in ("History", "Overview"):
+            continue
+        if in_aside(page, claim.line):
             continue
         cite = cites[claim.labels[0]]
         span = frozenset({span_key(cite.evidence_id or "", cite.start, cite.end)})
@@ -62,10 +93,11 @@ def _stated_claims(page: Page) -> list[_Stated]:
 
 
 def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult, model: ModelJobs | None = None) -> list[list[_Stated]]:
-    """Statements that are the same fact: the same words, or the same quote of the same span with
-    the same dates, numbers and negation (the same quote with a different one is reported, not
-    grouped). A line that says several things is quoted differently by each statement it backs:
-    those are different facts."""
+    """Statements that are the same fact: the same words citing the same evidence item, or the
+    same quote of the same span with the same dates, numbers and negation (the same quote with a
+    different one is reported, not grouped). The same words from two sources are not grouped:
+    two pages about two cities may each say "it opens at 9am", from two handbooks. A line that says
+    several things is quoted differently by each statement it backs: those are different facts."""
     items = [i for group in stated.values() for i in group]
     parent = list(range(len(items)))
 
@@ -75,10 +107,10 @@ def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult, model
             n = parent[n]
         return n
 
-    by_text: dict[str, int] = {}
+    by_text: dict[tuple[str, frozenset[str]], int] = {}
     by_span: dict[tuple[frozenset[str], str], int] = {}
     for n, item in enumerate(items):
-        text = norm_claim(item.text)
+        text = (norm_claim(item.text), _sources(item))
         if text in by_text:
             parent[find(n)] = find(by_text[text])
         else:
@@ -107,6 +139,10 @@ def _duplicate_groups(stated: dict[str, list[_Stated]], result: JobResult, model
     return [g for g in groups.values() if len({i.path for i in g}) > 1]
 
 
+def _sources(item: _Stated) -> frozenset[str]:
+    return frozenset(span.split("#")[0] for span in item.spans)
+
+
 NEAR = 0.5  # word overlap (Jaccard) from which two statements in other words are compared
 MAX_POSTINGS = 200  # a word on more statements than this does not make two of them candidates
 MAX_NEAR_PAIRS = 40  # pairs the model is asked about per batch; the rest are reported as skipped
@@ -133,6 +169,8 @@ def _near_candidates(items: list[_Stated], find: Callable[[int], int], result: J
         for b in others:
             if items[a].path == items[b].path or find(a) == find(b):
                 continue
+            if _sources(items[a]) != _sources(items[b]):
+                continue  # in other words and from another source: another subject, maybe
             if (items[a].spans, items[a].quote) == (items[b].spans, items[b].quote):
                 continue  # one quote of one span: compared above
             if len(words[a] & words[b]) / len(words[a] | words[b]) < NEAR:

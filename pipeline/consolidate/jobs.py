@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agents.offline.revision import is_verbatim
-from ci.rules.grounding import check_claim
+from ci.rules.grounding import Cited, Evidence, Reader, check_statement
 from ci.rules.indexes import ENTRY_RE
 from ci.rules.page_grounding import summary_problems
 from ci.snapshot import normalise_quote
@@ -51,26 +51,45 @@ class _Checked:
     problems: list[str]
     quotes: list[str]
     restatable: bool
+    cited: list[Cited] = field(default_factory=list)
+
+
+def _cited(texts: Texts, cite: Citation) -> Cited | None:
+    """``cite`` resolved as the gate resolves it: its lines, and whether the item is a
+    conversation and when it was said (so the speakers and relative dates read as they did)."""
+    lines = texts.view.evidence_lines(cite.evidence_id or "")
+    entry = texts.view.evidence_entries.get(cite.evidence_id or "")
+    if lines is None or entry is None or cite.start < 1 or cite.end > len(lines) or cite.end < cite.start:
+        return None
+    conversation = entry.kind in ("conversation", "trajectory")
+    return Cited(cite.label, entry.id, cite.start, cite.end, cite.quote, tuple(lines), conversation, entry.date)
 
 
 def _check_claims(texts: Texts, page: Page, cites: dict[str, Citation]) -> list[_Checked]:
-    """Each claim of ``page`` against what it cites: the gate's grounding rules, the quote in its lines."""
+    """Each claim of ``page`` read as the gate reads it (``check_statement`` over everything the
+    claim cites, with the page's reader: a user's page knows the user's names), and each quote
+    in its lines. A claim the gate merged is not flagged here by a narrower reading."""
     out = []
+    reader = Reader.for_page(page)
     for claim in page.structure.claims:
         checked = _Checked(claim, [], [], True)
+        resolved: list[Cited] = []
         for label in claim.labels:
             cite = cites.get(label)
-            lines = texts.view.evidence_lines(cite.evidence_id or "") if cite else None
-            if cite is None or lines is None or cite.start < 1 or cite.end > len(lines):
+            cited = _cited(texts, cite) if cite else None
+            if cite is None or cited is None:
                 checked.problems.append(f"[^{label}] does not resolve to evidence lines")
                 checked.restatable = False
                 continue
-            span = "\n".join(lines[cite.start - 1 : cite.end])
-            if normalise_quote(cite.quote) not in normalise_quote(span):
+            if normalise_quote(cite.quote) not in normalise_quote(cited.span):
                 checked.problems.append(f"[^{label}] quote is not in {cite.evidence_id}#L{cite.start}-L{cite.end}")
                 checked.restatable = False
             checked.quotes.append(cite.quote)
-            checked.problems += [f"[^{label}] {p.message}" for p in check_claim(claim.text, cite.quote, span)]
+            resolved.append(cited)
+        checked.cited = resolved
+        if resolved:
+            refs = "".join(f"[^{c.label}]" for c in resolved)
+            checked.problems += [f"{refs} {p.message}" for p in check_statement(claim.text, Evidence(resolved), reader)]
         out.append(checked)
     return out
 
@@ -141,7 +160,7 @@ def regrounding(texts: Texts, paths: Iterable[str], model: ModelJobs | None = No
             unchecked += len(todo)
         elif todo and model is not None:
             _ask_meaning(model, texts, path, cites, todo, result)
-        body = _restate(texts, path, page.body, cites, checked, result)
+        body = _restate(path, page.body, Reader.for_page(page), checked, result)
         if body != page.body:
             result.changes[path] = set_page(page, body=body)
             result.pages[path] = Action.CHANGED
@@ -150,7 +169,18 @@ def regrounding(texts: Texts, paths: Iterable[str], model: ModelJobs | None = No
     return result
 
 
-def _restate(texts: Texts, path: str, body: str, cites: dict[str, Citation], checked: list[_Checked], result: JobResult) -> str:
+def _restatement(c: _Checked) -> str:
+    """The claim said again as the quotes it cites, attributed to their speaker when they are
+    one person's words in a conversation (``Alice said: "…"``): restating never loses who said it."""
+    refs = "".join(f"[^{label}]" for label in c.claim.labels)
+    quoted = " / ".join(f'"{q.strip()}"' for q in c.quotes)
+    speakers = {s for cited in c.cited for s in cited.speakers()}
+    if len(speakers) == 1 and all(cited.conversation for cited in c.cited):
+        return f"{speakers.pop()} said: {quoted}.{refs}"
+    return f"In the source: {quoted}.{refs}"
+
+
+def _restate(path: str, body: str, reader: Reader, checked: list[_Checked], result: JobResult) -> str:
     """Each claim with a problem restated as its quote, or reported for a person; the rest verified."""
     for c in checked:
         keys = [claim_key(path, label) for label in c.claim.labels]
@@ -159,11 +189,8 @@ def _restate(texts: Texts, path: str, body: str, cites: dict[str, Citation], che
                 result.claims.setdefault(key, (Action.VERIFIED, ""))
             continue
         kind = "meaning" if all(p.startswith("model: ") for p in c.problems) else "grounding"
-        refs = "".join(f"[^{label}]" for label in c.claim.labels)
-        restated = "In the source: " + " / ".join(f'"{q.strip()}"' for q in c.quotes) + "." + refs
-        if c.restatable and not any(
-            check_claim(restated, cites[label].quote, "\n".join(_span_lines(texts, cites[label]))) for label in c.claim.labels
-        ):
+        restated = _restatement(c)
+        if c.restatable and not check_statement(restated, Evidence(c.cited), reader):
             new_body = replace_once(body, c.claim.text, restated)
             if new_body is not None:
                 body = new_body
@@ -302,10 +329,17 @@ def _current_text(page: Page) -> str:
     return "\n".join(rows)
 
 
+# How kb's memory writer counts a page's own entries in its L0 ("What Ann said about travel
+# (12 statements).", "... newest first (31 entries)."): a count of the page, not a claim about
+# the world, so not a number the page must state; the writer updates it on each ingest, and a
+# rewrite here would only be undone by the next one.
+_COUNT_RE = re.compile(r"\(\d+ (?:statements|entries)\)|\b\d+ statements\.$")
+
+
 def stale_terms(page: Page) -> list[str]:
     """Names, numbers and dates of the L0 that the page's current text (title included) lacks."""
     current = (page.title + "\n" + _current_text(page)).lower()
-    summary = page.summary
+    summary = _COUNT_RE.sub(" ", page.summary)
     terms = [m.group(0) for m in ISO_DATE_RE.finditer(summary)]
     terms += sorted(numbers(ISO_DATE_RE.sub(" ", summary)))
     terms += _NAME_RE.findall(summary.split(" ", 1)[1] if " " in summary else "")

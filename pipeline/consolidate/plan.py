@@ -102,7 +102,10 @@ def run_jobs(
         run("re-verification", regrounding(texts, paths, model))
         run("links", repair_links(texts, paths, view.ids))
         run("retirement", retire_expired(texts, paths, today))
-        run("split", split_oversized(texts, paths, config.page_tokens, frozen, view.repo.config.budgets.l1_tokens))
+        run(
+            "split",
+            split_oversized(texts, paths, config.page_tokens, frozen, view.repo.config.budgets.l1_tokens, config.max_diff_lines // 2),
+        )
         run("outlines", rewrite_l1(texts, paths))
         run("summaries", rewrite_l0(texts, paths, model=model))
         if f"{folder}/index.md" in view.files and f"{folder}/index.md" not in frozen:

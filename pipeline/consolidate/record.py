@@ -34,6 +34,10 @@ REPLAY_FILE = f"{RECORD_DIR}/replay.yaml"
 # (``pipeline.records.set_status``), as ``kb run`` names a branch that did not converge.
 NEEDS_HUMAN = "needs-human"
 
+# The reason of a page or claim kept because its batch never merged (a person declined the
+# branch): nothing on main checked it in this cycle, so coverage does not count it.
+UNCHECKED = "not re-checked"
+
 
 class Action(StrEnum):
     """What the cycle did to a page or claim, in rank order: an action only moves up (``outranks``)."""
@@ -238,6 +242,12 @@ def commit_record(repo: Repo, cycle: Cycle, message: str) -> str:
 
 
 def coverage(cycle: Cycle) -> tuple[int, int]:
-    """(covered, total) pages and claims of the cycle's scope."""
+    """(checked, total) pages and claims of the cycle's scope: an entry counts once a batch that
+    merged (or changed nothing) checked it; one still pending, or kept because its batch was
+    declined, does not."""
     items = list(cycle.pages.values()) + list(cycle.claims.values())
-    return sum(1 for i in items if i.action is not Action.PENDING), len(items)
+    return sum(1 for i in items if checked(i.action, i.reason)), len(items)
+
+
+def checked(action: Action, reason: str | None) -> bool:
+    return action is not Action.PENDING and not (action is Action.KEPT and (reason or "").startswith(UNCHECKED))

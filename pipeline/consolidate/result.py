@@ -24,6 +24,7 @@ class JobResult:
     claims: dict[str, tuple[Action, str]] = field(default_factory=dict)  # "path#label" -> (action, reason)
     pages: dict[str, Action] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # what it could not do without a model
+    again: bool = False  # a change cut to fit a review: the same batch runs again on its merged result
 
 
 def claim_key(path: str, label: str) -> str:

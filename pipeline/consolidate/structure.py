@@ -92,7 +92,12 @@ def _unique_path(folder: str, name: str, taken: set[str]) -> str:
 
 
 def split_oversized(
-    texts: Texts, paths: Iterable[str], max_tokens: int, frozen: frozenset[str] = frozenset(), l1_tokens: int = 2000
+    texts: Texts,
+    paths: Iterable[str],
+    max_tokens: int,
+    frozen: frozenset[str] = frozenset(),
+    l1_tokens: int = 2000,
+    max_lines: int | None = None,
 ) -> JobResult:
     """A current page whose body is over ``max_tokens`` is split by its level-2 sections (all
     but Overview, Introduction, History, Related and removed claims) into child pages in its
@@ -124,8 +129,9 @@ def split_oversized(
                 )
             )
             continue
+        now = _fitting(parts, max_lines)
         split = JobResult()
-        _split(texts, page, (tokens, max_tokens, l1_tokens), sections, parts, taken, split, frozen)
+        more = _split(texts, page, (tokens, max_tokens, l1_tokens), sections, now, taken, split, frozen, len(parts) - len(now))
         if set(split.changes) & frozen:
             result.found.append(
                 Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): its split was withdrawn after review", False)
@@ -134,7 +140,50 @@ def split_oversized(
         for name in ("changes", "claims", "pages"):
             getattr(result, name).update(getattr(split, name))
         result.found += split.found
+        result.again = result.again or more
     return result
+
+
+# What a part costs besides its rows: the child's header, title, citations and Related line,
+# and the parent's listing, L0 and index entry.
+_PART_OVERHEAD = 30
+
+
+def _fitting(parts: list[tuple[str, str, int, int]], max_lines: int | None) -> list[tuple[str, str, int, int]]:
+    """The first ``parts`` whose move fits in ``max_lines`` diff lines (at least one)."""
+    if max_lines is None:
+        return parts
+    out: list[tuple[str, str, int, int]] = []
+    used = 0
+    for part in parts:
+        cost = 2 * (part[3] - part[2]) + _PART_OVERHEAD
+        if out and used + cost > max_lines:
+            break
+        out.append(part)
+        used += cost
+    return out
+
+
+_SPLIT_LEAD = "This page was split into parts (it was over the page budget):"
+_MORE_RE = re.compile(r"^\d+ more section\(s\) of this page will move to parts of their own\.$")
+
+
+def _listed_parts(page: Page) -> list[str]:
+    """The part rows (``- [[child]]: L0``) an earlier pass of the split wrote in the Overview."""
+    overview = page.overview() or ""
+    if _SPLIT_LEAD not in overview:
+        return []
+    prefix = f"- [[{page_id_for_path(page.path)}-"
+    return [row for row in overview.splitlines() if row.startswith(prefix)]
+
+
+def _earlier_titles(page: Page) -> list[str]:
+    """The part titles an earlier pass named in the L0 (``<title>, in parts: a, b.``)."""
+    lead = f"{page.title}, in parts: "
+    summary = str(page.summary or "")
+    if not _listed_parts(page) or not summary.startswith(lead):
+        return []
+    return [t for t in summary[len(lead) :].rstrip(".").split(", ") if t]
 
 
 def _child(page: Page, child_path: str, title: str, content: list[str], l1_tokens: int) -> tuple[str, list[str]]:
@@ -172,11 +221,26 @@ def _parent_body(page: Page, sections: list[tuple[str, str, int, int]], moved_ro
     kept = [r for i, r in enumerate(rows) if i not in moved_rows and not FOOTDEF_RE.match(r)]
     overview = next((s for s in sections if s[0] == OVERVIEW), None)
     if overview is not None:
-        old = [r for r in rows[overview[2] + 1 : overview[3]] if not _OUTLINE_ROW.match(r) and r.strip() != _OUTLINE_LEAD]
+        earlier = set(_listed_parts(page))
+        old = [
+            r
+            for r in rows[overview[2] + 1 : overview[3]]
+            if not _OUTLINE_ROW.match(r) and r.strip() not in (_OUTLINE_LEAD, _SPLIT_LEAD) and r not in earlier and not _MORE_RE.match(r)
+        ]
+        while old and not old[0].strip():
+            old.pop(0)
+        old = [r for i, r in enumerate(old) if r.strip() or (i and old[i - 1].strip())]
         while old and not old[-1].strip():
             old.pop()
         at = kept.index(rows[overview[2]])
-        kept[at : at + (overview[3] - overview[2])] = [f"## {OVERVIEW}", *old, *([""] if any(r.strip() for r in old) else []), *listing, ""]
+        kept[at : at + (overview[3] - overview[2])] = [
+            f"## {OVERVIEW}",
+            "",
+            *old,
+            *([""] if any(r.strip() for r in old) else []),
+            *listing,
+            "",
+        ]
     else:
         heading = next((i for i, r in enumerate(kept) if r.startswith("# ")), -1)
         kept[heading + 1 : heading + 1] = ["", f"## {OVERVIEW}", "", *listing, ""]
@@ -198,7 +262,9 @@ def _split(
     taken: set[str],
     result: JobResult,
     frozen: frozenset[str],
-) -> None:
+    remaining: int = 0,
+) -> bool:
+    """Writes the split into ``result``; True when sections that still overflow are left for a next part."""
     path, parent_id = page.path, page_id_for_path(page.path)
     tokens, max_tokens, l1_tokens = budget
     rows = page.body.splitlines()
@@ -219,8 +285,14 @@ def _split(
                 moved_anchor[section.anchor] = child_id if section.anchor == anchor else f"{child_id}#{section.anchor}"
         for label in labels:
             result.claims[claim_key(path, label)] = (Action.CHANGED, f"moved with its citation to {child_id} (page split)")
-    listing = ["This page was split into parts (it was over the page budget):", "", *(f"- [[{c}]]: {l0}" for c, l0 in children)]
+    earlier = _listed_parts(page)
+    listing = [_SPLIT_LEAD, "", *earlier, *(f"- [[{c}]]: {l0}" for c, l0 in children)]
     body, left = _parent_body(page, sections, moved_rows, listing)
+    if remaining and count_tokens(body) <= max_tokens:
+        remaining = 0  # what is left fits the page budget: it stays here
+    if remaining:
+        listing += ["", f"{remaining} more section(s) of this page will move to parts of their own."]
+        body, left = _parent_body(page, sections, moved_rows, listing)
     meta = dict(page.meta)
     if "sources" in meta:
         meta["sources"] = _sources(line for line in body.splitlines() if FOOTDEF_RE.match(line))
@@ -228,13 +300,18 @@ def _split(
     meta.pop("facts", None)
     if facts:
         meta["facts"] = facts
-    l0 = f"{page.title}, in parts: {', '.join(title for title, *_ in parts)}."
+    titles = [*_earlier_titles(page), *(title for title, *_ in parts)]
+    l0 = f"{page.title}, in parts: {', '.join(titles)}."
     if not l0_faults(Page(path, meta | {"summary": l0}, body, 0)):  # the old L0 may name what moved
         meta["summary"] = l0
     result.changes[path] = render_page(meta, body)
     result.pages[path] = Action.CHANGED
-    result.found.append(Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): split into {', '.join(c for c, _ in children)}"))
+    rest = f"; {remaining} more section(s) in the next part" if remaining else ""
+    result.found.append(
+        Found("oversized", path, f"{tokens} tokens (budget {max_tokens}): split into {', '.join(c for c, _ in children)}{rest}")
+    )
     _retarget_links(texts, root_of(path), parent_id, moved_anchor, result, frozen)
+    return bool(remaining)
 
 
 def _retarget_links(texts: Texts, root: str, target_id: str, moved: dict[str, str], result: JobResult, frozen: frozenset[str]) -> None:

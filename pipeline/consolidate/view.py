@@ -14,7 +14,7 @@ from functools import cached_property
 import pygit2
 
 from kb.errors import KbError
-from kb.evidence import ledger_at
+from kb.evidence import LedgerEntry, ledger_at
 from kb.page import Page, page_id_for_path, parse_page
 from kb.repo import Repo
 from kb.scopes import PAGE_FOLDERS
@@ -53,8 +53,12 @@ class CommitView:
         return {page_id_for_path(p) for p in self.files}
 
     @cached_property
+    def evidence_entries(self) -> dict[str, LedgerEntry]:
+        return {e.id: e for e in ledger_at(self.repo, self.commit)}
+
+    @cached_property
     def evidence_paths(self) -> dict[str, str]:
-        return {e.id: e.path for e in ledger_at(self.repo, self.commit)}
+        return {i: e.path for i, e in self.evidence_entries.items()}
 
     def text(self, path: str) -> str | None:
         oid = self.files.get(path)

@@ -14,6 +14,7 @@ import pytest
 
 from kb.repo import Repo
 from pipeline.consolidate.cycle import run_consolidation
+from pipeline.consolidate.record import current_cycle
 from pipeline.consolidate.status import cycle_status
 from pipeline.forge.remote import GitRemote
 from tests.builders import commit, index_text
@@ -84,6 +85,13 @@ def test_same_inputs_never_open_a_second_pull_request_and_a_closed_one_is_not_re
     assert closed.status == "complete" and list(double.pulls) == [number] and double.pulls[number].state == "closed"
     status = cycle_status(repo)
     assert status["batches"].get("declined") == 1 and status["waiting"] == []
+    # what the declined batch covered was never checked on main: kept, and not counted as covered
+    record = current_cycle(repo)
+    assert record is not None
+    entries = list(record.pages.values()) + list(record.claims.values())
+    unchecked = [e for e in entries if e.action == "kept" and (e.reason or "").startswith("not re-checked: ")]
+    assert unchecked and all(e.reason and "was declined" in e.reason for e in unchecked)
+    assert closed.covered == closed.total - len(unchecked) and closed.percent < 100.0
 
     # a new cycle (new knowledge elsewhere) proposes the same change under the same name: not reopened
     commit(repo, {"knowledge/note.md": (repo.root / f"{FOLDER}/pricing.md").read_text().replace(f"{FOLDER}/pricing", "knowledge/note")})
