@@ -33,6 +33,7 @@ from typing import Literal
 import pygit2
 
 from ci.findings import Finding
+from ci.rules.conservation import record_at_ref
 from ci.selection import Selection
 from ci.snapshot import LINK_MODE, Snapshot
 from kb.config import CONFIG_FILE
@@ -162,8 +163,10 @@ def _scope_root(scope: str) -> str | None:
 
 
 def _batch_root(repo: Repo, base: pygit2.Commit, cycle: str, job: str) -> str | None:
-    """A consolidation batch's scope root, from the cycle record at the base (written on main)."""
-    data = repo.read_at(base, f"consolidation/cycles/{cycle}.json") if cycle and "/" not in cycle else None
+    """A consolidation batch's scope root, from the cycle record at the base (written on main
+    without a forge) or on ``refs/kb/consolidation`` (where it is kept through a forge)."""
+    path = f"consolidation/cycles/{cycle}.json"
+    data = (record_at_ref(repo, path) or repo.read_at(base, path)) if cycle and "/" not in cycle else None
     try:
         record = json.loads(data) if data is not None else None
     except ValueError:

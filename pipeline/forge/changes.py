@@ -34,6 +34,7 @@ import pygit2
 from agents.protocols import AgentIdentity
 from agents.schemas import Comment
 from ci.gate import run_gate
+from ci.rules.conservation import RECORD_REF
 from kb.clock import iso_utc, utc_now
 from kb.errors import ConflictError, ForgeError, GateError, MergeConflictError, NotFoundError, StaleApprovalError, UsageError
 from kb.repo import Repo
@@ -480,6 +481,7 @@ def sync_main(repo: Repo, remote: GitRemote | None, build: bool = True) -> Build
         default = repo.config.forge.default_branch
         tracking = f"refs/remotes/{remote.name}/{default}"
         remote.fetch_branch(default, tracking)
+        remote.fetch_ref_if_any(RECORD_REF)  # the consolidation record, which the gate reads
         target = repo.git.references.get(tracking)
         if target is None:
             raise NotFoundError(f"the remote has no branch {default}", hint="set forge.default_branch in kb.config.yaml")

@@ -224,7 +224,14 @@ jobs:
     permissions:
       contents: read
     steps:
-{_checkout()}{setup}      - name: Checks and the grounding gate
+{_checkout()}{setup}      - name: The consolidation record (refs/kb/consolidation), which the scope rules read
+        env:
+          READ_TOKEN: ${{{{ github.token }}}}
+        run: |
+          GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader \
+            GIT_CONFIG_VALUE_0="Authorization: Basic $(printf 'x-access-token:%s' "$READ_TOKEN" | base64 -w0)" \
+            git fetch --no-tags origin "+refs/kb/consolidation:refs/kb/consolidation" || echo "no consolidation record yet"
+      - name: Checks and the grounding gate
         env:
           KB_BASE: ${{{{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}}}
         run: kb check --gate --pull-request --base "$KB_BASE" --format github

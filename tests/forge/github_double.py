@@ -9,6 +9,9 @@ messages (docs/github.md, "The test double"):
 - nobody may approve their own pull request (422); request-changes needs a body (422);
 - merging needs an approval of the current head by someone else and every required status
   ``success`` (405), the ``sha`` given must be the head (409);
+- a git push to the default branch, while its protection requires pull requests or status
+  checks and ``Protection.push_bypass`` is set (enforced) without the pusher's login, is refused
+  by a pre-receive hook with GitHub's words ("GH006: Protected branch update failed ...");
 - opening a pull request with no commits between base and head, or a second one for the same
   head, is refused (422); an unknown token is 401, a read-only one 403 on writes, an unknown
   repository 404.
@@ -47,6 +50,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -141,6 +145,33 @@ class Protection:
     dismiss_stale_reviews: bool = True
     linear_history: bool = False
     merge_queue: bool = False  # "Require merge queue": merged only through the queue (merge method MERGE)
+    # who may push to the branch past these rules (the ruleset's bypass list: an admin seeding
+    # it); None: pushes are not checked (tests that seed main by a push before protecting it)
+    push_bypass: tuple[str, ...] | None = None
+
+    def push_refusal(self) -> str:
+        """What GitHub answers a push to the protected branch by someone not on the bypass list ("": allowed)."""
+        if self.required_approvals or self.merge_queue:
+            return "Changes must be made through a pull request."
+        if self.required_contexts:
+            n = len(self.required_contexts)
+            return f"{n} of {n} required status checks are expected." if n > 1 else f"Required status check {self.required_contexts[0]!r} is expected."
+        return ""
+
+
+# The bare repository's pre-receive hook: GitHub's protected-branch check, with the rules the double
+# writes beside it (``kb-protection.json``) before each push, the pusher in ``REMOTE_USER``.
+PRE_RECEIVE = """\
+import json, os, sys
+rules = json.loads(open("kb-protection.json", encoding="utf-8").read())
+user = os.environ.get("REMOTE_USER", "")
+for line in sys.stdin:
+    old, new, ref = line.split()
+    if ref == rules["ref"] and rules["refusal"] and user not in rules["bypass"]:
+        print(f"error: GH006: Protected branch update failed for {ref}.", file=sys.stderr)
+        print("error: " + ("Cannot delete this branch" if set(new) == {"0"} else rules["refusal"]), file=sys.stderr)
+        sys.exit(1)
+"""
 
 
 @dataclass
@@ -178,6 +209,10 @@ class GitHubDouble:
         self.bare_path = root / owner / f"{name}.git"
         self.bare = pygit2.init_repository(str(self.bare_path), bare=True, initial_head="main")
         self.bare.config["http.receivepack"] = "true"
+        hook = self.bare_path / "hooks" / "pre-receive"
+        hook.parent.mkdir(exist_ok=True)
+        hook.write_text(f"#!{sys.executable}\n{PRE_RECEIVE}", encoding="utf-8")
+        hook.chmod(0o755)
         self.tokens: dict[str, tuple[str, str]] = {}  # token -> (login, write | read)
         self.permissions: dict[str, dict[str, str]] = {}  # App installation token -> its permissions
         self.protection = protection or Protection(required_contexts=required_contexts)
@@ -220,6 +255,16 @@ class GitHubDouble:
         self.tokens[token] = (login, access)
         if permissions is not None:
             self.permissions[token] = permissions
+
+    def write_push_rules(self) -> None:
+        """The default branch's protection as the pre-receive hook reads it (before each push)."""
+        protection = self.protection
+        rules = {
+            "ref": "refs/heads/main",
+            "refusal": protection.push_refusal() if protection.push_bypass is not None else "",
+            "bypass": list(protection.push_bypass or ()),
+        }
+        (self.bare_path / "kb-protection.json").write_text(json.dumps(rules), encoding="utf-8")
 
     def start(self) -> GitHubDouble:
         self._thread.start()
@@ -1157,6 +1202,8 @@ class GitHubDouble:
                     env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
                 if self.headers.get("Git-Protocol"):
                     env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+                if path.endswith("/git-receive-pack"):
+                    double.write_push_rules()
                 git = shutil.which("git") or "git"
                 done = subprocess.run([git, "http-backend"], input=data, env=env, capture_output=True, check=False, timeout=120)
                 head, _, rest = done.stdout.partition(b"\r\n\r\n")
