@@ -155,7 +155,11 @@ class Protection:
             return "Changes must be made through a pull request."
         if self.required_contexts:
             n = len(self.required_contexts)
-            return f"{n} of {n} required status checks are expected." if n > 1 else f"Required status check {self.required_contexts[0]!r} is expected."
+            return (
+                f"{n} of {n} required status checks are expected."
+                if n > 1
+                else f"Required status check {self.required_contexts[0]!r} is expected."
+            )
         return ""
 
 
