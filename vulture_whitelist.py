@@ -24,6 +24,7 @@ _.consolidate  # kb/cli/consolidate.py: `kb consolidate`, the group's callback
 _.pr_open  # kb/cli/pr.py: `kb pr open`
 _.pr_review  # kb/cli/pr.py: `kb pr review`
 _.pr_merge  # kb/cli/pr.py: `kb pr merge`
+_.pr_gate  # kb/cli/pr.py: `kb pr gate`
 _.pr_list  # kb/cli/pr.py: `kb pr list`
 _.pr_status  # kb/cli/pr.py: `kb pr status`
 _.github_init  # kb/cli/pr.py: `kb github init`

@@ -72,6 +72,7 @@ RuleId = Literal[
     "change.scope",
     "change.entry",
     "change.human",
+    "change.governance",
 ]
 
 

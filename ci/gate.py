@@ -39,11 +39,13 @@ class GateReport(CheckReport):
         return render_text(self.findings, self.checked)
 
 
-def run_gate(view: Repo, base: pygit2.Commit, full: bool = False) -> GateReport:
+def run_gate(view: Repo, base: pygit2.Commit, full: bool = False, pull_request: bool = False) -> GateReport:
     """Check what changed on a work branch (its worktree ``view``) since ``base``.
 
     With ``full``, the checks cover the whole repository as ``kb check --base`` does (what CI
     runs on a pull request); the grounding, conservation and replay rules apply to the change.
+    With ``pull_request``, the change arrives as a pull request: an edit of the configuration,
+    the signers or the workflows is refused whoever made it (``scope.refuse_governance``).
     """
     snapshot = Snapshot.load(view.root, config_at(view, base))
     changed = view.changed_since(base)
@@ -59,6 +61,8 @@ def run_gate(view: Repo, base: pygit2.Commit, full: bool = False) -> GateReport:
             findings.extend(check_page_facts(snapshot, page, base_evidence))
     findings.extend(conservation.check_change(view, snapshot, base) + replay.check_change(view, snapshot, base))
     findings.extend(scope.check_change(view, base))
+    if pull_request:
+        findings = scope.refuse_governance(findings)
     return GateReport(sort_findings(findings), report.checked, changed_pages)
 
 

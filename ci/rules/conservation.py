@@ -3,7 +3,10 @@
 Every evidence span cited by a page at the change's base must still be cited by some page after
 it, or be listed as retired, with its reason, in a consolidation coverage record
 (``consolidation/cycles/*.json``). It applies to consolidation changes (their commits carry a
-``Kb-Consolidation`` trailer); the gate runs it on every branch.
+``Kb-Consolidation`` trailer); the gate runs it on every branch. The records are read from the
+change's tree and, when the repository has it, from ``refs/kb/consolidation`` (``RECORD_REF``),
+where ``kb consolidate`` keeps them when it goes through a forge (main changes only by merged
+pull requests there).
 """
 
 from __future__ import annotations
@@ -20,6 +23,18 @@ from kb.repo import Repo
 from kb.scopes import PAGE_FOLDERS
 
 TRAILER = "Kb-Consolidation: "
+RECORD_REF = "refs/kb/consolidation"
+
+
+def record_at_ref(repo: Repo, path: str) -> bytes | None:
+    """The file ``path`` of the consolidation record on ``refs/kb/consolidation``, if any."""
+    ref = repo.git.references.get(RECORD_REF)
+    return repo.read_at(ref.peel(pygit2.Commit), path) if ref is not None else None
+
+
+def _retired_in(data: object) -> set[str]:
+    retired = data.get("retired", []) if isinstance(data, dict) else []
+    return {str(r["span"]) for r in retired if isinstance(r, dict) and r.get("span") and r.get("reason")}
 
 
 def pages_at(repo: Repo, commit: pygit2.Commit) -> dict[str, Page]:
@@ -44,15 +59,22 @@ def cited_spans(pages: dict[str, Page]) -> dict[str, tuple[str, int]]:
     return out
 
 
-def retired_spans(snapshot: Snapshot) -> set[str]:
+def retired_spans(snapshot: Snapshot, repo: Repo | None = None) -> set[str]:
+    """Spans retired with their reason in the records of the change's tree and of ``RECORD_REF``."""
     out: set[str] = set()
     folder = snapshot.root / "consolidation" / "cycles"
     for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            out |= _retired_in(json.loads(file.read_text(encoding="utf-8")))
         except (ValueError, OSError):
             continue
-        out.update(str(r["span"]) for r in data.get("retired", []) if isinstance(r, dict) and r.get("span") and r.get("reason"))
+    ref = repo.git.references.get(RECORD_REF) if repo is not None else None
+    if repo is not None and ref is not None:
+        for _, oid in sorted(repo.tree_files(ref.peel(pygit2.Commit), ("consolidation/cycles/",)).items()):
+            try:
+                out |= _retired_in(json.loads(repo.read_blob(oid)))
+            except ValueError:
+                continue
     return out
 
 
@@ -74,7 +96,7 @@ def check_change(view: Repo, snapshot: Snapshot, base: pygit2.Commit) -> list[Fi
     before = cited_spans(pages_at(view, base))
     now = {p: page for p in snapshot.page_paths if isinstance(page := snapshot.page(p), Page)}
     after = set(cited_spans(now))
-    retired = retired_spans(snapshot)
+    retired = retired_spans(snapshot, view)
     return [
         Finding(
             path,

@@ -33,6 +33,7 @@ from typing import Literal
 import pygit2
 
 from ci.findings import Finding
+from ci.rules.conservation import record_at_ref
 from ci.selection import Selection
 from ci.snapshot import LINK_MODE, Snapshot
 from kb.config import CONFIG_FILE
@@ -63,6 +64,14 @@ OUTSIDE_REASONS: tuple[tuple[str, str], ...] = (
     (EVIDENCE_DIR + "/", "evidence is append-only: items are added with `kb evidence add`, never edited"),
 )
 OUTSIDE_HINT = "drop the change from the branch; a person commits such a change on main"
+
+# What judges a change and who may sign or run it: a pull request that edits these would change
+# the rules it is judged by, so on a pull request (``kb check --gate --pull-request``, the
+# ``kb/gate`` status) a person's edit of them is refused too (``change.governance``), not only a
+# kb change's. Such a change reaches the default branch only past the rules, by the repository's
+# administrators (docs/github.md, "Changing the rules").
+GOVERNANCE = (CONFIG_FILE, SIGNERS_FILE, "reviewers/", ".github/")
+GOVERNANCE_HINT = "a pull request may not change the rules that judge it: an administrator merges it past the rules (docs/github.md)"
 
 
 @dataclass(frozen=True)
@@ -154,8 +163,10 @@ def _scope_root(scope: str) -> str | None:
 
 
 def _batch_root(repo: Repo, base: pygit2.Commit, cycle: str, job: str) -> str | None:
-    """A consolidation batch's scope root, from the cycle record at the base (written on main)."""
-    data = repo.read_at(base, f"consolidation/cycles/{cycle}.json") if cycle and "/" not in cycle else None
+    """A consolidation batch's scope root, from the cycle record at the base (written on main
+    without a forge) or on ``refs/kb/consolidation`` (where it is kept through a forge)."""
+    path = f"consolidation/cycles/{cycle}.json"
+    data = (record_at_ref(repo, path) or repo.read_at(base, path)) if cycle and "/" not in cycle else None
     try:
         record = json.loads(data) if data is not None else None
     except ValueError:
@@ -289,6 +300,27 @@ def check_change(view: Repo, base: pygit2.Commit) -> list[Finding]:
     head_ledger = ledger_file.read_bytes() if ledger_file.is_file() and not ledger_file.is_symlink() else None
     scope = change_scope(view, base, view.head())
     return judge(touched_in_worktree(view, base), scope, view.read_at(base, LEDGER_PATH), head_ledger)
+
+
+def is_governance(path: str) -> bool:
+    return any(path == prefix or (prefix.endswith("/") and path.startswith(prefix)) for prefix in GOVERNANCE)
+
+
+def refuse_governance(findings: Iterable[Finding]) -> list[Finding]:
+    """``findings`` of a change that arrives as a pull request: a person's edit of a governance path
+    (``change.human``, a warning on main) becomes the error ``change.governance``."""
+    out = []
+    for f in findings:
+        if f.rule == "change.human" and is_governance(f.path):
+            f = Finding(
+                f.path,
+                1,
+                "change.governance",
+                f"a pull request may not change {f.path}: it is part of what judges the change",
+                hint=GOVERNANCE_HINT,
+            )
+        out.append(f)
+    return out
 
 
 def check(snapshot: Snapshot, selection: Selection) -> list[Finding]:  # noqa: ARG001

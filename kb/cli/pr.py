@@ -64,15 +64,42 @@ def pr_review(number: ChangeArg) -> None:
         raise typer.Exit(EXIT_FINDINGS)
 
 
+@pr_app.command("gate")
+def pr_gate(
+    number: ChangeArg,
+    approve: Annotated[
+        bool, typer.Option("--approve/--no-approve", help="Approve an evidence-only pull request that passes (off for forks).")
+    ] = True,
+) -> None:
+    """Set the kb/gate status of any pull request (a person's too): the gate on its exact head,
+    judged by the default branch's config and rules; an edit of the config, signers or workflows
+    is refused. A pull request that only adds evidence and passes is approved by the reviewer.
+
+    Exit 0 when the gate passed, 1 when not. Example: kb pr gate 12
+    """
+    from pipeline.forge.pulls import gate_pull
+
+    outcome = gate_pull(open_repo(), number, approve=approve)
+    change = outcome.change
+    verdict = "passed" if outcome.ok else f"{outcome.errors} error(s)"
+    echo(f"{change.ref} {change.branch} @ {change.head[:10]}: kb/gate {verdict}")
+    if outcome.evidence:
+        echo(f"  evidence only: {', '.join(outcome.evidence)}" + ("; approved by the reviewer" if outcome.approved else ""))
+    if not outcome.ok:
+        raise typer.Exit(EXIT_FINDINGS)
+
+
 @pr_app.command("merge")
 def pr_merge(number: ChangeArg, no_index: NoIndexOpt = False) -> None:
     """Merge a pull request whose head is green and approved by the Reviewer of another family.
 
+    A person's pull request is merged only when it just adds evidence that the gate passed and
+    the reviewer approved (`kb pr gate N`); any other is a person's to merge.
     Example: kb pr merge 12
     """
-    from pipeline.forge.changes import merge_change
+    from pipeline.forge.pulls import merge_pull
 
-    outcome = merge_change(open_repo(), number, build_index=not no_index)
+    outcome = merge_pull(open_repo(), number, build_index=not no_index)
     echo(f"merged {outcome.change.ref} ({outcome.change.branch}) as {outcome.commit[:10]}")
     if outcome.index is not None:
         echo(f"index: {outcome.index.summary()}")

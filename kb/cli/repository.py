@@ -35,12 +35,19 @@ def check(
         bool,
         typer.Option("--gate", help="Also run the gate on the change --base..HEAD: grounding of changed claims, conservation, replay."),
     ] = False,
+    pull_request: Annotated[
+        bool,
+        typer.Option(
+            "--pull-request",
+            help="With --gate: the change is a pull request, so an edit of kb.config.yaml, reviewers/ or .github/ is refused.",
+        ),
+    ] = False,
     fmt: Annotated[str, typer.Option("--format", help="text | json | github")] = "text",
 ) -> None:
     """Validate pages, links, indexes, budgets, citations, evidence and secrets.
 
     Exit 0 when clean, 1 when there are errors. Example: kb check --changed-only --base main;
-    in CI on a pull request: kb check --gate --base "$BASE_SHA" --format github
+    in CI on a pull request: kb check --gate --pull-request --base "$BASE_SHA" --format github
     """
     from ci.findings import render_github, render_json, render_text
     from ci.run import CheckReport, run_checks
@@ -57,8 +64,10 @@ def check(
         if paths:
             raise UsageError("--gate checks the whole change, not chosen paths", hint="drop the paths, or drop --gate")
         repo = open_repo()
-        report = run_gate(repo, change_base(repo, base), full=not changed_only)
+        report = run_gate(repo, change_base(repo, base), full=not changed_only, pull_request=pull_request)
     else:
+        if pull_request:
+            raise UsageError("--pull-request goes with --gate", hint='e.g. kb check --gate --pull-request --base "$BASE_SHA"')
         report = run_checks(open_repo(), changed_only=changed_only, base=base, paths=[str(p) for p in paths] if paths else None)
     echo(renderers[fmt](report.findings, report.checked))
     if not report.ok:

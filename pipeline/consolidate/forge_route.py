@@ -6,9 +6,12 @@ posted as the pull request's review; merged by the forge once approved with the 
 Branch names come from a hash of the job's inputs, so a rerun with the same inputs updates the
 same pull request, and a pull request a person closed is never reopened.
 
-The coverage record is bookkeeping, not knowledge: the cycle commits it on main and pushes main
-to the forge (fast-forward only) after every batch, so local main and the forge's default branch
-stay one line and the pull requests' merges arrive by ``kb sync``'s fast-forward.
+The coverage record is bookkeeping, not knowledge, and main changes only by merged pull requests
+(a protected branch refuses kb's pushes, and kb's Apps are never on a bypass list): through a
+forge the record is committed on ``refs/kb/consolidation`` (``pipeline.consolidate.record``),
+fetched from the forge when the run starts (``sync``) and pushed there, fast-forward only, after
+every batch (``publish``). Local main is never ahead of the forge's default branch, so the pull
+requests' merges arrive by ``kb sync``'s fast-forward.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kb.repo import Repo
+from pipeline.consolidate.record import RECORD_REF, start_record_ref
 from pipeline.forge.base import KB_LABEL, Change, Forge
 from pipeline.forge.changes import make_forge, make_remote, merge_change, open_change, review_change, sync_main
 from pipeline.forge.remote import GitRemote
@@ -37,13 +41,16 @@ class ForgeRoute:
         return cls(repo, forge, make_remote(repo, forge))
 
     def sync(self) -> None:
-        """Main moved to the forge's default branch (fast-forward only)."""
+        """Main moved to the forge's default branch (fast-forward only), the record ref fetched from
+        the forge; without one anywhere yet, started from the record main holds."""
         sync_main(self.repo, self.remote, build=False)
+        start_record_ref(self.repo)  # the run holds the write lock
 
     def publish(self) -> None:
-        """Main's record commits pushed to the forge's default branch (fast-forward only)."""
+        """The record's commits pushed to the forge's ``refs/kb/consolidation`` (fast-forward only);
+        main is never pushed."""
         if self.remote is not None:
-            self.remote.push_branch(self.repo.config.forge.default_branch, force=False)
+            self.remote.push_ref(RECORD_REF)
 
     def change(self, branch: str) -> Change | None:
         """The newest pull request of ``branch``, whatever its state."""

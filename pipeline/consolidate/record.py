@@ -7,6 +7,13 @@ commit that did it, the spans it retired with their reason, and what its jobs fo
 the cycle commits it itself (holding the write lock), after each batch, so a killed run resumes
 from the last batch it recorded.
 
+Where: on main in a repository without a forge. Through a forge (``kb consolidate`` opening pull
+requests) main changes only by merged pull requests, so the record goes to a ref of its own,
+``refs/kb/consolidation`` (``RECORD_REF``, a line of commits holding only ``consolidation/``'s
+record files, pushed by the consolidation route): once that ref exists, the record is read from
+it and committed on it, never on main. The gate reads it there too (``ci.rules.scope``,
+``ci.rules.conservation``).
+
 The record's types are closed (pydantic models, enums for states and actions): a record reads
 back as written, byte for byte, and one that is not of this shape is a ``FormatError``. Keys
 that a record carries only once they have a value (``reason``, ``rounds``, ``withdrawn`` ...)
@@ -22,6 +29,7 @@ from typing import Any, ClassVar
 import pygit2
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
+from ci.rules.conservation import RECORD_REF as RECORD_REF
 from kb.errors import FormatError
 from kb.repo import Repo
 from pipeline.consolidate.view import root_of
@@ -219,8 +227,33 @@ def _json_at(repo: Repo, commit: pygit2.Commit | None, path: str) -> Any:
     return None if data is None else json.loads(data)
 
 
+def record_tip(repo: Repo) -> pygit2.Commit | None:
+    """The tip of ``refs/kb/consolidation`` when the record lives there (through a forge), else None."""
+    ref = repo.git.references.get(RECORD_REF)
+    return ref.peel(pygit2.Commit) if ref is not None else None
+
+
+def start_record_ref(repo: Repo) -> None:
+    """Create ``refs/kb/consolidation`` (when it does not exist) holding the record main has now:
+    from then on the record is committed there, not on main."""
+    if record_tip(repo) is not None:
+        return
+    head = repo.head()
+    index = pygit2.Index()
+    files = repo.tree_files(head, (f"{RECORD_DIR}/cycles/", CURRENT)) if head is not None else {}
+    for path, oid in sorted(files.items()):
+        index.add(pygit2.IndexEntry(path, oid, pygit2.enums.FileMode.BLOB))
+    tree = index.write_tree(repo.git)
+    sig = repo.signature()
+    where = f" as main had it at {str(head.id)[:12]}" if head is not None else ""
+    oid = repo.git.create_commit(None, sig, sig, f"Consolidation record{where}\n", tree, [])
+    repo.git.references.create(RECORD_REF, oid)
+
+
 def current_cycle(repo: Repo, commit: pygit2.Commit | None = None) -> Cycle | None:
-    commit = commit if commit is not None else repo.head()
+    """The latest cycle: read from ``refs/kb/consolidation`` when it exists, else from ``commit``
+    (main's head by default)."""
+    commit = record_tip(repo) or (commit if commit is not None else repo.head())
     pointer = _json_at(repo, commit, CURRENT)
     if not isinstance(pointer, dict) or "cycle" not in pointer or commit is None:
         return None
@@ -230,7 +263,7 @@ def current_cycle(repo: Repo, commit: pygit2.Commit | None = None) -> Cycle | No
 
 
 def all_cycles(repo: Repo, commit: pygit2.Commit | None = None) -> list[Cycle]:
-    commit = commit if commit is not None else repo.head()
+    commit = record_tip(repo) or (commit if commit is not None else repo.head())
     if commit is None:
         return []
     files = repo.tree_files(commit, (f"{RECORD_DIR}/cycles/",))
@@ -243,8 +276,10 @@ def pointer_text(cycle: Cycle) -> str:
 
 
 def commit_record(repo: Repo, cycle: Cycle, message: str) -> str:
-    """Commit ``cycle`` (and the pointer to it) on main; call it holding the write lock."""
-    head = repo.head()
+    """Commit ``cycle`` (and the pointer to it) on main, or on ``refs/kb/consolidation`` when the
+    record lives there; call it holding the write lock."""
+    on_ref = record_tip(repo)
+    head = on_ref or repo.head()
     assert head is not None
     changes = {cycle_path(cycle.cycle): cycle.dumps().encode(), CURRENT: pointer_text(cycle).encode()}
     if all(repo.read_at(head, p) == c for p, c in changes.items()):
@@ -257,7 +292,10 @@ def commit_record(repo: Repo, cycle: Cycle, message: str) -> str:
     sig = repo.signature()
     text = f"{message}\n\nKb-Consolidation: {cycle.cycle}\n"
     oid = repo.git.create_commit(None, sig, sig, text, tree, [head.id])
-    repo.move_head(oid)
+    if on_ref is not None:
+        repo.git.references.create(RECORD_REF, oid, force=True)
+    else:
+        repo.move_head(oid)
     return str(oid)
 
 

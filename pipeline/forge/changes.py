@@ -34,6 +34,7 @@ import pygit2
 from agents.protocols import AgentIdentity
 from agents.schemas import Comment
 from ci.gate import run_gate
+from ci.rules.conservation import RECORD_REF
 from kb.clock import iso_utc, utc_now
 from kb.errors import ConflictError, ForgeError, GateError, MergeConflictError, NotFoundError, StaleApprovalError, UsageError
 from kb.repo import Repo
@@ -94,8 +95,12 @@ class OpenResult:
     gate_errors: int
 
 
+def is_kb_made(change: Change, forge: Forge) -> bool:
+    return change.branch.startswith(BRANCH_PREFIX) and (not forge.capabilities.labels or KB_LABEL in change.labels)
+
+
 def _kb_made(change: Change, forge: Forge) -> None:
-    if not change.branch.startswith(BRANCH_PREFIX) or (forge.capabilities.labels and KB_LABEL not in change.labels):
+    if not is_kb_made(change, forge):
         raise ForgeError(
             f"{change.ref} ({change.branch}) was not made by kb: kb reviews and merges only its own pull requests",
             hint=f"kb pull requests come from {BRANCH_PREFIX}* branches with the `{KB_LABEL}` label (`kb pr open BRANCH`)",
@@ -164,8 +169,8 @@ def _gate_status(forge: Forge, commit: str, ok: bool, errors: int) -> None:
 # ---- fetching a change -------------------------------------------------------------------
 
 
-def _open_kb_change(forge: Forge, ref: str) -> Change:
-    change = forge.get_change(ref)
+def _open_kb_change(forge: Forge, ref: str, known: Change | None = None) -> Change:
+    change = known or forge.get_change(ref)
     _kb_made(change, forge)
     if change.state != "open":
         raise ConflictError(
@@ -374,10 +379,12 @@ def merge_change(
     build_index: bool = True,
     expected_head: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    known: Change | None = None,
 ) -> MergeOutcome:
-    """Merge a change; ``expected_head``: the head that was reviewed (``kb run``), refused if it moved."""
+    """Merge a change; ``expected_head``: the head that was reviewed (``kb run``), refused if it
+    moved; ``known``: the change as just read from the forge (not read again)."""
     forge = forge or make_forge(repo)
-    change = _open_kb_change(forge, ref)
+    change = _open_kb_change(forge, ref, known)
     if expected_head is not None and change.head != expected_head:
         raise StaleApprovalError(
             f"{change.ref} moved to {change.head[:10]} after the review of {expected_head[:10]}: that approval is stale",
@@ -474,6 +481,7 @@ def sync_main(repo: Repo, remote: GitRemote | None, build: bool = True) -> Build
         default = repo.config.forge.default_branch
         tracking = f"refs/remotes/{remote.name}/{default}"
         remote.fetch_branch(default, tracking)
+        remote.fetch_ref_if_any(RECORD_REF)  # the consolidation record, which the gate reads
         target = repo.git.references.get(tracking)
         if target is None:
             raise NotFoundError(f"the remote has no branch {default}", hint="set forge.default_branch in kb.config.yaml")

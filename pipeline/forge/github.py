@@ -78,6 +78,14 @@ query($owner: String!, $name: String!, $number: Int!, $cursor: String) {
   }
 }
 """
+ENQUEUE_MUTATION = """
+mutation($pullRequestId: ID!, $expectedHeadOid: GitObjectID) {
+  enqueuePullRequest(input: {pullRequestId: $pullRequestId, expectedHeadOid: $expectedHeadOid}) {
+    mergeQueueEntry { id position state }
+  }
+}
+"""
+QUEUE_POLL_S = 10.0
 RESOLVE_MUTATION = """
 mutation($threadId: ID!) {
   resolveReviewThread(input: {threadId: $threadId}) { thread { id isResolved } }
@@ -355,18 +363,23 @@ class GitHubForge:
 
         return self.call("proposer", f"read the checks of {commit[:10]}", read)
 
+    def branch_rules(self, branch: str) -> tuple[dict[str, Any], list[str]]:
+        """The repository's settings (only the allow_* fields are read) and the types of the rules on ``branch``."""
+
+        def read(g: GitHub) -> tuple[Any, list[str]]:
+            settings = g.rest.repos.get(self.owner, self.name).json()
+            rules: Any = g.rest.paginate(g.rest.repos.get_branch_rules, owner=self.owner, repo=self.name, branch=branch, per_page=100)
+            return settings, [str(rule.type) for rule in rules]
+
+        return self.call("proposer", f"read the merge methods of {self.config.repository}", read)
+
     def merge_method(self, branch: str) -> Literal["merge", "squash"]:
         """The merge method the repository allows (``allow_*_merge`` of the repository, the
         ``required_linear_history`` rule of ``branch``): a merge commit, else a squash, whose message
         is kb's either way. A rebase keeps the branch's own commit messages and would drop kb's merge
         record, so a repository that allows only rebase merges is refused (docs/github.md)."""
 
-        def read(g: GitHub) -> tuple[Any, list[str]]:
-            settings = g.rest.repos.get(self.owner, self.name).json()  # only the allow_* fields are read
-            rules: Any = g.rest.paginate(g.rest.repos.get_branch_rules, owner=self.owner, repo=self.name, branch=branch, per_page=100)
-            return settings, [str(rule.type) for rule in rules]
-
-        settings, rules = self.call("proposer", f"read the merge methods of {self.config.repository}", read)
+        settings, rules = self.branch_rules(branch)
         if settings.get("allow_merge_commit") is not False and "required_linear_history" not in rules:
             return "merge"
         if settings.get("allow_squash_merge") is not False:
@@ -388,6 +401,8 @@ class GitHubForge:
         )
 
     def merge(self, change: Change, expected_head: str, title: str, message: str) -> str:
+        if "merge_queue" in self.branch_rules(change.base_branch)[1]:
+            return self.merge_through_queue(change, expected_head)
         method = self.merge_method(change.base_branch)
         result = self.call(
             "proposer",
@@ -407,6 +422,37 @@ class GitHubForge:
             refusals={409: StaleApprovalError},  # the head moved after the review: the approval is stale
         )
         return result.sha
+
+    def merge_through_queue(self, change: Change, expected_head: str) -> str:
+        """A branch that requires a merge queue: enqueue the pull request (``enqueuePullRequest``,
+        refused if the head moved), then wait up to ``forge.checks_wait_s`` for the queue to merge
+        it (the required checks run on the queue's ref, on ``merge_group``); still queued then is
+        the state "waiting for checks". The merge commit is the queue's: its message is GitHub's,
+        not kb's merge record (docs/github.md)."""
+        from pipeline.forge.base import ChecksPendingError
+
+        def pull(g: GitHub) -> Any:  # JSON: githubkit's 2026-03-10 model has no merge_commit_sha, 2022-11-28 (the default) has
+            return g.rest.pulls.get(self.owner, self.name, change.number).json()
+
+        node = self.call("proposer", f"read pull request {change.ref}", pull, change.ref)["node_id"]
+        variables = {"pullRequestId": node, "expectedHeadOid": expected_head}
+        self.call("proposer", f"add {change.ref} to the merge queue", lambda g: self.graphql(g, ENQUEUE_MUTATION, variables), change.ref)
+        waited, bound = 0.0, self.config.checks_wait_s
+        while True:
+            pr = self.call("proposer", f"read pull request {change.ref}", pull, change.ref)
+            if pr.get("merged_at") and pr.get("merge_commit_sha"):
+                return str(pr["merge_commit_sha"])
+            if pr.get("state") != "open":
+                raise ForgeError(f"{change.ref} was closed while in the merge queue", hint=f"reopen {change.ref} and merge again")
+            if waited >= bound:
+                raise ChecksPendingError(
+                    f"waiting for checks on {change.ref}: it is in the merge queue of {change.base_branch}, "
+                    f"not merged after {bound:g}s (the required checks run on the queue's ref)",
+                    hint="GitHub merges it when they pass; `kb pr status` shows when, or raise forge.checks_wait_s",
+                )
+            step = min(QUEUE_POLL_S, bound - waited)
+            self.sleep(step)
+            waited += step
 
     def review_threads(self, change: Change) -> list[ReviewThread]:
         def read(g: GitHub) -> list[ReviewThread]:

@@ -48,6 +48,8 @@ class GitRemote:
         if done.returncode != 0:
             lines = [line for line in (done.stderr or done.stdout).splitlines() if line.strip()]
             detail = next((line for line in lines if line.startswith(("fatal:", "error:", " ! "))), lines[-1] if lines else "")
+            said = [line.removeprefix("remote:").strip() for line in lines if line.startswith("remote: error:")]
+            detail = " ".join(said) or detail  # the forge's own words (a protected branch's refusal)
             raise ForgeError(
                 f"git {what} to remote {self.name!r} failed: {detail.strip()}",
                 hint=f"check `git remote get-url {self.name}` and that the token may push to it",
@@ -63,12 +65,28 @@ class GitRemote:
             "push", "--porcelain", self.name, f"{'+' if force else ''}refs/heads/{branch}:refs/heads/{branch}", what=f"push of {branch}"
         )
 
+    def push_ref(self, ref: str) -> None:
+        """Publish a ref outside ``refs/heads`` (``refs/kb/consolidation``), fast-forward only."""
+        self._git("push", "--porcelain", self.name, f"{ref}:{ref}", what=f"push of {ref}")
+
+    def fetch_ref_if_any(self, ref: str) -> bool:
+        """Fetch ``ref`` into the same local ref (forced) when the remote has it; False when not."""
+        if not self._git("ls-remote", self.name, ref, what=f"lookup of {ref}").strip():
+            return False
+        self.fetch_ref(ref, ref)
+        return True
+
     def delete_branch(self, branch: str) -> None:
         self._git("push", "--porcelain", self.name, f":refs/heads/{branch}", what=f"deletion of {branch}")
 
     def fetch_branch(self, branch: str, into: str) -> None:
         """Fetch ``branch`` of the remote into the local ref ``into`` (forced: it mirrors the remote)."""
         self._git("fetch", "--no-tags", self.name, f"+refs/heads/{branch}:{into}", what=f"fetch of {branch}")
+
+    def fetch_ref(self, ref: str, into: str) -> None:
+        """Fetch any ref of the remote (``refs/pull/N/head``: a pull request's head, also from a fork)
+        into the local ref ``into`` (forced)."""
+        self._git("fetch", "--no-tags", self.name, f"+{ref}:{into}", what=f"fetch of {ref}")
 
     def push_notes(self) -> None:
         """Publish the review notes; a remote that moved is merged into first (notes of other heads)."""

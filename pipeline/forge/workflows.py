@@ -1,16 +1,23 @@
 """The GitHub Actions workflows ``kb github init`` writes into ``.github/workflows/`` (docs/github.md).
 
-- ``kb-check.yml``: ``kb check --gate --base BASE --format github`` (every check plus the
-  grounding gate of the change) on every pull request and on ``merge_group`` (merge queues),
-  with the full history so the base commit is there; the job has no ``if:``, because a skipped
-  job reports success even as a required check;
-- ``kb-review.yml``: the Reviewer on pull requests from ``kb/`` branches, as the reviewer App,
-  from a checkout of the base branch (never the pull request's code or config);
+- ``kb-check.yml``: ``kb check --gate --pull-request --base BASE --format github`` (every check
+  plus the grounding gate of the change, an edit of the config, signers or workflows refused) on
+  every pull request and on ``merge_group`` (merge queues), with the full history so the base
+  commit is there; the job has no ``if:`` (a skipped job reports success even as a required
+  check) and no secret;
+- ``kb-review.yml``: on ``pull_request_target`` (the default branch's copy of the file runs, never
+  the pull request's), as the reviewer App from a checkout of the default branch: ``kb pr review``
+  on kb's own pull requests, ``kb pr gate`` (the ``kb/gate`` status) on everyone else's; a job
+  ``kb-merge-evidence`` then merges a person's evidence-only pull request as the proposer App;
 - ``kb-propose.yml``: the Proposer when evidence lands on the default branch, and on demand;
-- ``kb-index.yml``: ``kb sync`` on every push to the default branch;
+- ``kb-index.yml``: ``kb index build`` on every push to the default branch;
 - ``kb-consolidate.yml``: ``kb consolidate --if-needed`` weekly and on demand (``workflow_dispatch``:
-  GitHub disables schedules of idle public repositories).
+  GitHub disables schedules of idle public repositories), with the signing key, in a concurrency
+  group of its own per event that is never cancelled.
 
+Every job that holds a secret names an ``environment:`` (``kb-reviewer``, ``kb-proposer``,
+``kb-consolidate``), whose deployment branch rule admits only the default branch, so a workflow a
+pull request edits cannot reach the App keys or the signing key.
 Every job has least-privilege ``permissions:``, a concurrency group, actions pinned by commit SHA,
 and no ``${{ github.event.* }}`` inside ``run:`` (values reach scripts through ``env:``). The
 branch filters name the repository's ``forge.default_branch``.
@@ -199,7 +206,9 @@ _IDENTITY = """\
 
 def _check(setup: str) -> str:
     return f"""\
-# Written by `kb github init` (docs/github.md). Make "kb-check" a required status check.
+# Written by `kb github init` (docs/github.md). Make "kb-check" a required status check. It holds
+# no secret and writes nothing; a pull request's edit of this file is refused by the check itself
+# (and by kb/gate, which kb-review sets from the default branch's copy of its workflow).
 name: kb-check
 on:
   pull_request:
@@ -215,19 +224,30 @@ jobs:
     permissions:
       contents: read
     steps:
-{_checkout()}{setup}      - name: Checks and the grounding gate
+{_checkout()}{setup}      - name: The consolidation record (refs/kb/consolidation), which the scope rules read
+        env:
+          READ_TOKEN: ${{{{ github.token }}}}
+        run: |
+          GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader \
+            GIT_CONFIG_VALUE_0="Authorization: Basic $(printf 'x-access-token:%s' "$READ_TOKEN" | base64 -w0)" \
+            git fetch --no-tags origin "+refs/kb/consolidation:refs/kb/consolidation" || echo "no consolidation record yet"
+      - name: Checks and the grounding gate
         env:
           KB_BASE: ${{{{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}}}
-        run: kb check --gate --base "$KB_BASE" --format github
+        run: kb check --gate --pull-request --base "$KB_BASE" --format github
 """
 
 
 def _review(setup: str) -> str:
     return f"""\
-# Written by `kb github init` (docs/github.md). Runs as the reviewer GitHub App, from the base branch.
+# Written by `kb github init` (docs/github.md). On every pull request, as the reviewer GitHub App:
+# `pull_request_target` runs this file as it is on the default branch (a pull request's own copy
+# is never run) from a checkout of the default branch; kb reads the pull request's head as data
+# (refs/pull/N/head) and never runs code from it. The secrets are in the environments, which
+# deploy only from the default branch.
 name: kb-review
 on:
-  pull_request:
+  pull_request_target:  # zizmor: ignore[dangerous-triggers] no code or config of the head is run (docs/github.md)
     types: [opened, synchronize, reopened]
 permissions: {{}}
 concurrency:
@@ -236,21 +256,51 @@ concurrency:
 jobs:
   review:
     name: kb-review
-    if: startsWith(github.head_ref, 'kb/')
     runs-on: ubuntu-latest
+    environment: kb-reviewer
     permissions:
       contents: read
+    outputs:
+      evidence: ${{{{ steps.gate.outputs.evidence }}}}
     steps:
-{_token("reviewer")}{_checkout(ref="${{ github.event.pull_request.base.ref }}")}{setup}{_IDENTITY}      - name: Review
+{_token("reviewer")}{_checkout()}{setup}{_IDENTITY}      - name: Gate every pull request; review kb's own
+        id: gate
+        shell: bash
         env:
           KB_REVIEWER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
           KB_PROPOSER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
           KB_SIGNING_KEY_TEXT: ${{{{ secrets.KB_REVIEW_SIGNING_KEY }}}}
           PR_NUMBER: ${{{{ github.event.pull_request.number }}}}
+          HEAD_REF: ${{{{ github.event.pull_request.head.ref }}}}
+          HEAD_REPO: ${{{{ github.event.pull_request.head.repo.full_name }}}}
+          BASE_REPO: ${{{{ github.repository }}}}
         run: |
           export KB_SIGNING_KEY="$RUNNER_TEMP/review_ed25519"
           umask 077 && printf '%s\\n' "$KB_SIGNING_KEY_TEXT" > "$KB_SIGNING_KEY"
-          kb pr review "$PR_NUMBER"
+          case "$HEAD_REF" in
+            kb/*) if [ "$HEAD_REPO" = "$BASE_REPO" ]; then kb pr review "$PR_NUMBER"; exit 0; fi ;;
+          esac
+          if [ "$HEAD_REPO" != "$BASE_REPO" ]; then
+            kb pr gate "$PR_NUMBER" --no-approve  # a fork's evidence waits for a person
+            exit 0
+          fi
+          kb pr gate "$PR_NUMBER" | tee "$RUNNER_TEMP/gate.txt"
+          if grep -q '^  evidence only:' "$RUNNER_TEMP/gate.txt"; then echo "evidence=true" >> "$GITHUB_OUTPUT"; fi
+  merge-evidence:
+    name: kb-merge-evidence
+    needs: review
+    if: needs.review.outputs.evidence == 'true'
+    runs-on: ubuntu-latest
+    environment: kb-proposer
+    permissions:
+      contents: read
+    steps:
+{_token("proposer")}{_checkout()}{setup}{_IDENTITY}      - name: Merge the evidence once the required checks passed
+        env:
+          KB_PROPOSER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
+          KB_REVIEWER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
+          PR_NUMBER: ${{{{ github.event.pull_request.number }}}}
+        run: kb pr merge "$PR_NUMBER" --no-index
 """
 
 
@@ -271,6 +321,7 @@ jobs:
   propose:
     name: kb-propose
     runs-on: ubuntu-latest
+    environment: kb-proposer
     permissions:
       contents: read
     steps:
@@ -317,14 +368,17 @@ on:
     - cron: "17 3 * * 1"
   workflow_dispatch:
 permissions: {{}}
-# One group with kb-propose: both write kb/ branches and open pull requests; never two at once.
+# Its own group per event, never cancelled: GitHub keeps one pending run per group and cancels
+# the older pending one, so sharing a group with kb-propose (a run per evidence push) or with a
+# manual dispatch would drop a scheduled run that was waiting.
 concurrency:
-  group: kb-propose
+  group: kb-consolidate-${{{{ github.event_name }}}}
   cancel-in-progress: false
 jobs:
   consolidate:
     name: kb-consolidate
     runs-on: ubuntu-latest
+    environment: kb-consolidate
     permissions:
       contents: read
     steps:
@@ -332,10 +386,13 @@ jobs:
         env:
           KB_PROPOSER_TOKEN: ${{{{ steps.app-token.outputs.token }}}}
           KB_REVIEWER_TOKEN: ${{{{ steps.reviewer-token.outputs.token }}}}
-        # each batch is a pull request (forge.kind github), reviewed by the reviewer App from this
-        # checkout of the default branch; the coverage record is
-        # pushed to the default branch, which the proposer App must be allowed to do (docs/github.md)
-        run: kb consolidate --if-needed --no-index
+          KB_SIGNING_KEY_TEXT: ${{{{ secrets.KB_REVIEW_SIGNING_KEY }}}}
+        # each batch is a pull request, reviewed (a signed note, hence the key) by the reviewer App
+        # from this checkout of the default branch, then merged once the required checks passed
+        run: |
+          export KB_SIGNING_KEY="$RUNNER_TEMP/review_ed25519"
+          umask 077 && printf '%s\\n' "$KB_SIGNING_KEY_TEXT" > "$KB_SIGNING_KEY"
+          kb consolidate --if-needed --no-index
 """
 
 

@@ -9,6 +9,9 @@ messages (docs/github.md, "The test double"):
 - nobody may approve their own pull request (422); request-changes needs a body (422);
 - merging needs an approval of the current head by someone else and every required status
   ``success`` (405), the ``sha`` given must be the head (409);
+- a git push to the default branch, while its protection requires pull requests or status
+  checks and ``Protection.push_bypass`` is set (enforced) without the pusher's login, is refused
+  by a pre-receive hook with GitHub's words ("GH006: Protected branch update failed ...");
 - opening a pull request with no commits between base and head, or a second one for the same
   head, is refused (422); an unknown token is 401, a read-only one 403 on writes, an unknown
   repository 404.
@@ -25,6 +28,15 @@ the text it had when commented on: an approximation of GitHub's rule, which foll
 ``meanwhile`` queues what a person does on github.com between kb's calls: ``("review", fn)`` runs
 ``fn(pull)`` after the next review is stored, ``("merge", fn)`` before the next merge is decided.
 
+Merge queue (``Protection.merge_queue``): the ``merge_queue`` rule, direct merges refused (405),
+the GraphQL ``enqueuePullRequest`` mutation building the queue's ``gh-readonly-queue/...`` ref
+(``merge_group`` events in ``events``), the base moved there once the required checks pass on it.
+App installation tokens (``add_token(..., permissions=...)``) are refused (403, "Resource not
+accessible by integration") where they lack the permission (``permission_needed``).
+
+Every REST answer is validated against GitHub's OpenAPI description (``openapi_check``); a
+divergence is recorded and fails the test when the double stops.
+
 Its answers are shaped as GitHub's (the fields githubkit's typed models require), so the typed
 parsing in the forge checks them. ``fail_next`` queues raw answers (a 5xx, a rate limit) for
 the next API calls; ``calls`` counts API calls.
@@ -38,6 +50,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,6 +60,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pygit2
+
+from tests.forge.openapi_check import divergences
 
 REPO_URLS = (
     "html_url url archive_url assignees_url blobs_url branches_url collaborators_url comments_url commits_url compare_url "
@@ -61,6 +76,26 @@ USER_URLS = (
 ).split()
 PR_URLS = "url html_url diff_url patch_url issue_url commits_url review_comments_url review_comment_url comments_url statuses_url".split()
 NOW = "2025-06-18T12:00:00Z"
+DOCS = "https://docs.github.com/rest"
+
+
+def permission_needed(method: str, path: str) -> tuple[str, str] | None:
+    """The App permission GitHub requires for ``method path`` (under the repository), or None
+    (metadata: every installation token may read the repository and its rules)."""
+    level = "read" if method == "GET" else "write"
+    if path.endswith("/merge"):
+        return ("contents", "write")  # merging writes the base branch
+    if re.match(r"/commits/[^/]+/check-runs", path):
+        return ("checks", level)
+    if path.startswith("/statuses/") or re.match(r"/commits/[^/]+/status$", path):
+        return ("statuses", level)
+    if path.startswith(("/pulls", "/issues")):
+        return ("pull_requests", level)
+    return None
+
+
+def _grants(granted: str | None, level: str) -> bool:
+    return granted == "write" or (granted == "read" and level == "read")
 
 
 @dataclass
@@ -109,6 +144,50 @@ class Protection:
     required_approvals: int = 1
     dismiss_stale_reviews: bool = True
     linear_history: bool = False
+    merge_queue: bool = False  # "Require merge queue": merged only through the queue (merge method MERGE)
+    # who may push to the branch past these rules (the ruleset's bypass list: an admin seeding
+    # it); None: pushes are not checked (tests that seed main by a push before protecting it)
+    push_bypass: tuple[str, ...] | None = None
+
+    def push_refusal(self) -> str:
+        """What GitHub answers a push to the protected branch by someone not on the bypass list ("": allowed)."""
+        if self.required_approvals or self.merge_queue:
+            return "Changes must be made through a pull request."
+        if self.required_contexts:
+            n = len(self.required_contexts)
+            return (
+                f"{n} of {n} required status checks are expected."
+                if n > 1
+                else f"Required status check {self.required_contexts[0]!r} is expected."
+            )
+        return ""
+
+
+# The bare repository's pre-receive hook: GitHub's protected-branch check, with the rules the double
+# writes beside it (``kb-protection.json``) before each push, the pusher in ``REMOTE_USER``.
+PRE_RECEIVE = """\
+import json, os, sys
+rules = json.loads(open("kb-protection.json", encoding="utf-8").read())
+user = os.environ.get("REMOTE_USER", "")
+for line in sys.stdin:
+    old, new, ref = line.split()
+    if ref == rules["ref"] and rules["refusal"] and user not in rules["bypass"]:
+        print(f"error: GH006: Protected branch update failed for {ref}.", file=sys.stderr)
+        print("error: " + ("Cannot delete this branch" if set(new) == {"0"} else rules["refusal"]), file=sys.stderr)
+        sys.exit(1)
+"""
+
+
+@dataclass
+class QueueEntry:
+    """A pull request in the merge queue: GitHub builds ``ref`` (``gh-readonly-queue/...``), the
+    base's tip with the pull request merged, sends ``merge_group`` ``checks_requested`` for its
+    ``sha``, and moves the base to it once every required check passed there."""
+
+    pull: int
+    ref: str
+    sha: str
+    base_sha: str
 
 
 @dataclass
@@ -134,7 +213,12 @@ class GitHubDouble:
         self.bare_path = root / owner / f"{name}.git"
         self.bare = pygit2.init_repository(str(self.bare_path), bare=True, initial_head="main")
         self.bare.config["http.receivepack"] = "true"
+        hook = self.bare_path / "hooks" / "pre-receive"
+        hook.parent.mkdir(exist_ok=True)
+        hook.write_text(f"#!{sys.executable}\n{PRE_RECEIVE}", encoding="utf-8")
+        hook.chmod(0o755)
         self.tokens: dict[str, tuple[str, str]] = {}  # token -> (login, write | read)
+        self.permissions: dict[str, dict[str, str]] = {}  # App installation token -> its permissions
         self.protection = protection or Protection(required_contexts=required_contexts)
         # the repository's merge buttons (Settings > General > Pull Requests)
         self.allow_merge_commit = self.allow_squash_merge = self.allow_rebase_merge = True
@@ -145,6 +229,9 @@ class GitHubDouble:
         self.fail_next: list[Answer] = []
         self.meanwhile: list[tuple[str, Callable[[Pull], None]]] = []
         self.calls: list[str] = []
+        self.queue: list[QueueEntry] = []  # the merge queue of the default branch, first to merge first
+        self.events: list[dict[str, Any]] = []  # the merge_group events a workflow would receive
+        self.divergences: list[str] = []  # answers GitHub's OpenAPI description does not allow (openapi_check)
         self._ids = iter(range(1000, 10**9))
         self._lock = threading.RLock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -165,16 +252,35 @@ class GitHubDouble:
     def git_url(self) -> str:
         return f"{self.base_url}/git/{self.owner}/{self.name}.git"
 
-    def add_token(self, token: str, login: str, access: str = "write") -> None:
+    def add_token(self, token: str, login: str, access: str = "write", permissions: dict[str, str] | None = None) -> None:
+        """A token of ``login``; with ``permissions`` (``{"contents": "write", "checks": "read", ...}``)
+        a GitHub App installation token, refused (403, as GitHub refuses it) on any endpoint whose
+        permission it lacks ("write" includes "read"; metadata is always readable)."""
         self.tokens[token] = (login, access)
+        if permissions is not None:
+            self.permissions[token] = permissions
+
+    def write_push_rules(self) -> None:
+        """The default branch's protection as the pre-receive hook reads it (before each push)."""
+        protection = self.protection
+        rules = {
+            "ref": "refs/heads/main",
+            "refusal": protection.push_refusal() if protection.push_bypass is not None else "",
+            "bypass": list(protection.push_bypass or ()),
+        }
+        (self.bare_path / "kb-protection.json").write_text(json.dumps(rules), encoding="utf-8")
 
     def start(self) -> GitHubDouble:
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving; an answer that diverged from GitHub's OpenAPI description fails here, so a
+        test using the double fails on it (whatever the client made of the answer)."""
         self._server.shutdown()
         self._server.server_close()
+        if self.divergences:
+            raise AssertionError("the GitHub test double sent answers GitHub would not:\n" + "\n".join(self.divergences))
 
     # ---- what CI and GitHub do ------------------------------------------------------------
 
@@ -184,6 +290,69 @@ class GitHubDouble:
         self.check_runs.setdefault(sha, []).insert(
             0, {"id": run_id, "name": name, "status": status, "conclusion": conclusion if status == "completed" else None}
         )
+        with self._lock:
+            self._advance_queue()
+
+    def _advance_queue(self) -> None:
+        """The first queue entry merges when every required check passed on its ``sha`` (the base
+        moves to it), leaves the queue when one failed; the next entry is built on the new base."""
+        while self.queue:
+            entry, pull = self.queue[0], self.pulls[self.queue[0].pull]
+            states = self.contexts_on(entry.sha)
+            required = self.protection.required_contexts
+            if any(states.get(c) in ("failure", "error") for c in required):
+                self._dequeue(entry, "dequeued")
+                continue
+            if not all(states.get(c) == "success" for c in required):
+                return
+            self.bare.references.create(f"refs/heads/{pull.base}", pygit2.Oid(hex=entry.sha), force=True)
+            pull.merged, pull.state, pull.merge_sha = True, "closed", entry.sha
+            self._dequeue(entry, "merged")
+            for later in self.queue:  # rebuilt on the base that moved
+                self._build_entry(later)
+
+    def _dequeue(self, entry: QueueEntry, reason: str) -> None:
+        self.queue.remove(entry)
+        self.bare.references.delete(entry.ref)
+        self.events.append({"event": "merge_group", "action": "destroyed", "reason": reason, "merge_group": self._group(entry)})
+
+    def _group(self, entry: QueueEntry) -> dict[str, Any]:
+        return {"head_sha": entry.sha, "head_ref": entry.ref, "base_sha": entry.base_sha, "base_ref": "refs/heads/main"}
+
+    def _build_entry(self, entry: QueueEntry) -> None:
+        """The entry's temporary ref: the base's tip (after the entries ahead of it) with the pull
+        request merged, and a ``merge_group`` event for it."""
+        pull = self.pulls[entry.pull]
+        ahead = self.queue[: self.queue.index(entry)]
+        base = self.bare[ahead[-1].sha if ahead else self.branch_sha(pull.base) or ""].peel(pygit2.Commit)
+        head = self.bare[pull.head_sha].peel(pygit2.Commit)
+        tree = self.bare.merge_commits(base, head).write_tree(self.bare)
+        sig = pygit2.Signature("GitHub", "noreply@github.com")
+        message = f"Merge pull request #{pull.number} from {self.owner}/{pull.head}\n\n{pull.title}\n"
+        if entry.ref in self.bare.references:
+            self.bare.references.delete(entry.ref)
+        entry.base_sha = str(base.id)
+        entry.ref = f"refs/heads/gh-readonly-queue/{pull.base}/pr-{pull.number}-{entry.base_sha}"
+        entry.sha = str(self.bare.create_commit(entry.ref, sig, sig, message, tree, [base.id, head.id]))
+        self.events.append({"event": "merge_group", "action": "checks_requested", "merge_group": self._group(entry)})
+
+    def enqueue(self, pull: Pull, login: str, expected_head: str | None) -> str | None:
+        """GraphQL ``enqueuePullRequest``: why GitHub refuses it (its message), or None, queued."""
+        self._refresh(pull)
+        if not self.protection.merge_queue:
+            return "Merge queue is not enabled for this branch"
+        if expected_head and expected_head != pull.head_sha:
+            return "Head ref was modified. Review and try the merge again."
+        if any(e.pull == pull.number for e in self.queue):
+            return "Pull request is already in the merge queue"
+        refusal = self._refusal(pull, "merge", login, queued=True)
+        if refusal is not None:
+            return refusal
+        entry = QueueEntry(pull.number, "", "", "")
+        self.queue.append(entry)
+        self._build_entry(entry)
+        self._advance_queue()
+        return None
 
     def secondary_rate_limit(self, retry_after: int = 1) -> None:
         """The next API call is refused as GitHub refuses bursts: 403 with ``Retry-After``."""
@@ -303,9 +472,12 @@ class GitHubDouble:
                 "homepage": None,
                 "language": None,
                 "default_branch": "main",
-                "allow_merge_commit": self.allow_merge_commit,
-                "allow_squash_merge": self.allow_squash_merge,
-                "allow_rebase_merge": self.allow_rebase_merge,
+                "has_issues": True,
+                "has_projects": False,
+                "has_wiki": False,
+                "has_downloads": True,
+                "has_discussions": False,
+                "archived": False,
                 "has_pages": False,
                 "disabled": False,
                 "pushed_at": NOW,
@@ -320,10 +492,10 @@ class GitHubDouble:
             "node_id": f"L_{name}",
             "url": f"{self.api_url}/labels/{name}",
             "name": name,
-            "description": None,
+            "description": "",  # a string: the pull-request-simple schema does not allow null here
             "color": "ededed",
             "default": False,
-            "archived_at": None,
+            "archived_at": None,  # not in @octokit/openapi 23.0.2, required by githubkit (openapi_check.LATER)
             "archived_by": None,
         }
 
@@ -350,6 +522,8 @@ class GitHubDouble:
             "body": pull.body,
             "labels": [self._label(name) for name in pull.labels],
             "milestone": None,
+            "assignee": None,
+            "assignees": [],
             "created_at": NOW,
             "updated_at": NOW,
             "closed_at": None if pull.state == "open" else NOW,
@@ -372,6 +546,12 @@ class GitHubDouble:
             "deletions": 0,
             "changed_files": 0,
         }
+
+    def _pull_simple(self, pull: Pull) -> dict[str, Any]:
+        """A pull request as a listing shows it (``pull-request-simple``): no mergeability, no counts."""
+        full_only = {"merged", "mergeable", "mergeable_state", "merged_by", "comments", "review_comments", "maintainer_can_modify"}
+        full_only |= {"commits", "additions", "deletions", "changed_files"}
+        return {k: v for k, v in self._pull(pull).items() if k not in full_only}
 
     def _review(self, pull: Pull, review: dict[str, Any]) -> dict[str, Any]:
         url = f"{self.api_url}/repos/{self.owner}/{self.name}/pulls/{pull.number}"
@@ -426,6 +606,12 @@ class GitHubDouble:
     # ---- the API -------------------------------------------------------------------------
 
     def api(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], token: str | None) -> Answer:
+        """One REST call; its answer is checked against GitHub's OpenAPI description."""
+        answer = self._api(method, path, query, body, token)
+        self.divergences += divergences(method, path, answer.status, answer.body)
+        return answer
+
+    def _api(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], token: str | None) -> Answer:
         with self._lock:
             self.calls.append(f"{method} {path}")
             if self.fail_next:
@@ -433,11 +619,17 @@ class GitHubDouble:
             if token not in self.tokens:
                 return Answer(401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
             login, access = self.tokens[token]
+            self._advance_queue()  # a check CI reported on a queue entry (a status) may have merged it
             prefix = f"/repos/{self.owner}/{self.name}"
             if path != prefix and not path.startswith(prefix + "/"):
                 return Answer(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
             if method != "GET" and access != "write":
                 return Answer(403, {"message": "Resource not accessible by personal access token"})
+            need = permission_needed(method, path.removeprefix(prefix))
+            granted = self.permissions.get(token or "")
+            if granted is not None and need is not None and not _grants(granted.get(need[0]), need[1]):
+                refusal = {"message": "Resource not accessible by integration", "documentation_url": DOCS, "status": "403"}
+                return Answer(403, refusal, {"x-accepted-github-permissions": f"{need[0]}={need[1]}"})
             return self._route(method, path.removeprefix(prefix), query, body, login)
 
     def _page(self, path: str, query: dict[str, list[str]], items: list[Any]) -> tuple[list[Any], dict[str, str]]:
@@ -475,6 +667,17 @@ class GitHubDouble:
             rules.append(rule | {"type": "pull_request", "parameters": parameters})
         if protection.linear_history:
             rules.append(rule | {"type": "required_linear_history"})
+        if protection.merge_queue:
+            parameters = {
+                "check_response_timeout_minutes": 60,
+                "grouping_strategy": "ALLGREEN",
+                "max_entries_to_build": 5,
+                "max_entries_to_merge": 5,
+                "merge_method": "MERGE",
+                "min_entries_to_merge": 1,
+                "min_entries_to_merge_wait_minutes": 0,
+            }
+            rules.append(rule | {"type": "merge_queue", "parameters": parameters})
         return rules
 
     def _check_run(self, sha: str, run: dict[str, Any]) -> dict[str, Any]:
@@ -504,7 +707,8 @@ class GitHubDouble:
     def _route(self, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any], login: str) -> Answer:
         if path == "" and method == "GET":  # the full repository: its merge buttons too
             settings = {"allow_merge_commit": self.allow_merge_commit, "allow_squash_merge": self.allow_squash_merge}
-            return Answer(200, self._repo() | settings | {"allow_rebase_merge": self.allow_rebase_merge})
+            full = {"allow_rebase_merge": self.allow_rebase_merge, "network_count": 0, "subscribers_count": 0}
+            return Answer(200, self._repo() | settings | full)
         m = re.fullmatch(r"/rules/branches/(.+)", path)
         if m and method == "GET":
             rules = self._rules() if m.group(1) == "main" else []
@@ -529,7 +733,7 @@ class GitHubDouble:
                 if (state == "all" or (p.state == "open" and not p.merged)) and (not head or p.head == head)
             ]
             chosen, headers = self._page(path, query, pulls)
-            return Answer(200, [self._pull(p) for p in chosen], headers)
+            return Answer(200, [self._pull_simple(p) for p in chosen], headers)
         if path == "/pulls" and method == "POST":
             return self._open(body, login)
         m = re.fullmatch(r"/statuses/([0-9a-f]{40})", path)
@@ -589,6 +793,7 @@ class GitHubDouble:
                 422,
                 {
                     "message": "Validation Failed",
+                    "documentation_url": DOCS,
                     "errors": [{"resource": "PullRequest", "field": "head" if head_sha is None else "base", "code": "invalid"}],
                 },
             )
@@ -597,6 +802,7 @@ class GitHubDouble:
                 422,
                 {
                     "message": "Validation Failed",
+                    "documentation_url": DOCS,
                     "errors": [
                         {"resource": "PullRequest", "code": "custom", "message": f"A pull request already exists for {self.owner}:{head}."}
                     ],
@@ -607,6 +813,7 @@ class GitHubDouble:
                 422,
                 {
                     "message": "Validation Failed",
+                    "documentation_url": DOCS,
                     "errors": [{"resource": "PullRequest", "code": "custom", "message": f"No commits between {base} and {head}"}],
                 },
             )
@@ -642,12 +849,23 @@ class GitHubDouble:
         event = body.get("event", "COMMENT")
         unprocessable = "Unprocessable Entity"
         if event == "APPROVE" and login == pull.author:
-            return Answer(422, {"message": unprocessable, "errors": ["Review Can not approve your own pull request"]})
+            return Answer(
+                422, {"message": unprocessable, "documentation_url": DOCS, "errors": ["Review Can not approve your own pull request"]}
+            )
         if event == "REQUEST_CHANGES" and not (body.get("body") or "").strip():
-            return Answer(422, {"message": unprocessable, "errors": ["Review Body is required when using REQUEST_CHANGES"]})
+            return Answer(
+                422, {"message": unprocessable, "documentation_url": DOCS, "errors": ["Review Body is required when using REQUEST_CHANGES"]}
+            )
         for comment in body.get("comments", []):
             if comment.get("side", "RIGHT") != "RIGHT" or not self._in_hunk(pull, comment["path"], int(comment["line"])):
-                return Answer(422, {"message": unprocessable, "errors": ["Pull request review thread line must be part of the diff"]})
+                return Answer(
+                    422,
+                    {
+                        "message": unprocessable,
+                        "documentation_url": DOCS,
+                        "errors": ["Pull request review thread line must be part of the diff"],
+                    },
+                )
         state = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}.get(event, "COMMENTED")
         review = {
             "id": next(self._ids),
@@ -676,7 +894,7 @@ class GitHubDouble:
         base_tip = self.bare.references[f"refs/heads/{pull.base}"].peel(pygit2.Commit)
         return self.bare.merge_commits(base_tip, self.bare[pull.head_sha].peel(pygit2.Commit))
 
-    def _refusal(self, pull: Pull, method: str, login: str) -> str | None:
+    def _refusal(self, pull: Pull, method: str, login: str, queued: bool = False) -> str | None:
         """Why GitHub refuses to merge ``pull`` by ``method`` now (its 405 message), or None."""
         allowed = {"merge": self.allow_merge_commit, "squash": self.allow_squash_merge, "rebase": self.allow_rebase_merge}
         if method not in allowed:
@@ -685,6 +903,8 @@ class GitHubDouble:
             noun = {"merge": "Merge commits", "squash": "Squash merges", "rebase": "Rebase merges"}[method]
             return f"{noun} are not allowed on this repository."
         protection = self.protection
+        if protection.merge_queue and not queued:
+            return "Changes must be made through the merge queue"
         if protection.linear_history and method == "merge":
             return "Merge commits are not allowed on this branch: this branch must not contain merge commits."
         latest: dict[str, dict[str, Any]] = {}
@@ -724,7 +944,7 @@ class GitHubDouble:
         method = body.get("merge_method") or "merge"
         if method not in ("merge", "squash", "rebase"):
             error = {"resource": "PullRequest", "field": "merge_method", "code": "invalid"}
-            return Answer(422, {"message": "Validation Failed", "errors": [error]})
+            return Answer(422, {"message": "Validation Failed", "documentation_url": DOCS, "errors": [error]})
         refusal = self._refusal(pull, method, login)
         if refusal is not None:
             return Answer(405, {"message": refusal, "documentation_url": "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request"})
@@ -807,6 +1027,7 @@ class GitHubDouble:
                 422,
                 {
                     "message": "Validation Failed",
+                    "documentation_url": DOCS,
                     "errors": [{"resource": "PullRequestReviewComment", "code": "missing_field", "field": "body"}],
                 },
             )
@@ -824,11 +1045,32 @@ class GitHubDouble:
             if token not in self.tokens:
                 return Answer(401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/graphql"})
             query, variables = str(body.get("query", "")), body.get("variables") or {}
+            if "enqueuePullRequest" in query:
+                return self._enqueue_mutation(variables, self.tokens[token][0])
             if "resolveReviewThread" in query:
                 return self._resolve(str(variables.get("threadId", "")), self.tokens[token][1])
             if "reviewThreads" in query:
                 return self._threads(variables)
             return Answer(200, {"errors": [{"message": "this test double answers only reviewThreads and resolveReviewThread"}]})
+
+    def _enqueue_mutation(self, variables: dict[str, Any], login: str) -> Answer:
+        node = str(variables.get("pullRequestId", ""))
+        pull = self.pulls.get(int(node.removeprefix("PR_"))) if re.fullmatch(r"PR_\d+", node) else None
+        if pull is None:
+            error = {
+                "type": "NOT_FOUND",
+                "path": ["enqueuePullRequest"],
+                "message": f"Could not resolve to a node with the global id of '{node}'",
+            }
+            return Answer(200, {"data": {"enqueuePullRequest": None}, "errors": [error]})
+        refusal = self.enqueue(pull, login, variables.get("expectedHeadOid"))
+        if refusal is not None:
+            error = {"type": "UNPROCESSABLE", "path": ["enqueuePullRequest"], "message": refusal}
+            return Answer(200, {"data": {"enqueuePullRequest": None}, "errors": [error]})
+        position = next((n + 1 for n, e in enumerate(self.queue) if e.pull == pull.number), None)
+        state = "MERGED" if pull.merged else "AWAITING_CHECKS"
+        entry = {"id": f"MQE_{pull.number}", "position": position or 0, "state": state}
+        return Answer(200, {"data": {"enqueuePullRequest": {"mergeQueueEntry": entry}}})
 
     def _threads(self, variables: dict[str, Any]) -> Answer:
         owner, name = variables.get("owner"), variables.get("name")
@@ -964,6 +1206,8 @@ class GitHubDouble:
                     env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
                 if self.headers.get("Git-Protocol"):
                     env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
+                if path.endswith("/git-receive-pack"):
+                    double.write_push_rules()
                 git = shutil.which("git") or "git"
                 done = subprocess.run([git, "http-backend"], input=data, env=env, capture_output=True, check=False, timeout=120)
                 head, _, rest = done.stdout.partition(b"\r\n\r\n")

@@ -12,13 +12,14 @@ import pytest
 
 from ci.findings import Finding
 from ci.gate import run_gate
-from ci.rules.grounding import Ungrounded, check_claim, check_page_grounding
+from ci.rules.grounding import Ungrounded, check_page_grounding
 from ci.rules.page_grounding import check_page_facts
 from ci.snapshot import Snapshot
 from kb.markdown import format_citation, parse_structure
 from kb.page import Page, parse_page
 from kb.repo import Repo
 from tests.builders import add_conversation, add_evidence, make_repo, page_for, write
+from tests.ci.rules.one_claim import check_claim
 
 
 def claim_problems(claim: str, quote: str, span: str) -> list[Ungrounded]:

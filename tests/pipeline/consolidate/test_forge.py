@@ -1,12 +1,14 @@
 """Consolidation through the GitHub forge (the test double on loopback): each batch's branch is
 a pull request opened, reviewed (a revision round on the same pull request) and merged on the
-forge, with the coverage record pushed to main; the same inputs never open a second pull
+forge, with the coverage record pushed to ``refs/kb/consolidation`` (main, protected with no
+bypass for kb, changes only by the merges); the same inputs never open a second pull
 request, and one a person closed is not reopened, not even by the next cycle."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pygit2
@@ -43,6 +45,8 @@ def on_forge(root: Path, double: GitHubDouble, max_rounds: int | None = None, ex
     repo.commit_worktree_paths(["kb.config.yaml"], "Use the GitHub forge")
     repo.git.remotes.create("origin", double.git_url)
     GitRemote(repo.root, "origin", "tok-proposer").push_branch("main")
+    double.add_token("tok-admin", "octo-admin")  # a person on the bypass list: only they push main
+    double.protection = replace(double.protection, push_bypass=("octo-admin",))
     return Repo(repo.root)
 
 
@@ -65,7 +69,13 @@ def test_a_cycle_goes_through_pull_requests_on_the_forge(tmp_path: Path, double:
     assert head is not None and head.id == main.id
     merges = [c for c in repo.git.walk(main.id) if c.message.startswith(f"Merge {pull.head}")]
     assert len(merges) == 1 and str(merges[0].parents[1].id) == pull.head_sha
-    current = json.loads(main.tree["consolidation"]["current.json"].data)  # type: ignore[index]
+    # main changed only by the pull request's merge: the record is on the forge's own ref
+    assert [c.message.splitlines()[0] for c in repo.git.walk(main.id)][:1] == [merges[0].message.splitlines()[0]]
+    assert "consolidation" not in main.tree
+    assert not any(c.message.startswith("Consolidation ") for c in repo.git.walk(main.id))  # no record commit on main
+    record = double.bare.references["refs/kb/consolidation"].peel(pygit2.Commit)
+    assert record.id == repo.git.references["refs/kb/consolidation"].peel().id
+    current = json.loads(record.tree["consolidation"]["current.json"].data)  # type: ignore[index]
     assert current["status"] == "complete" and cycle_status(repo)["disputed"] == [f"{FOLDER}/hours.md"]
     assert pull.head not in repo.git.branches.local and double.branch_sha(pull.head) is None
 
@@ -95,7 +105,7 @@ def test_same_inputs_never_open_a_second_pull_request_and_a_closed_one_is_not_re
 
     # a new cycle (new knowledge elsewhere) proposes the same change under the same name: not reopened
     commit(repo, {"knowledge/note.md": (repo.root / f"{FOLDER}/pricing.md").read_text().replace(f"{FOLDER}/pricing", "knowledge/note")})
-    GitRemote(repo.root, "origin", "tok-proposer").push_branch("main", force=False)
+    GitRemote(repo.root, "origin", "tok-admin").push_branch("main", force=False)
     later = run_consolidation(repo, today=TODAY, build_index=False)
     assert later.cycle != first.cycle and later.stopped == ""
     assert list(double.pulls) == [number] and double.pulls[number].state == "closed"
@@ -122,7 +132,7 @@ def test_no_pull_request_is_opened_past_max_open_prs(tmp_path: Path, double: Git
             ),
         },
     )
-    GitRemote(repo.root, "origin", "tok-proposer").push_branch("main", force=False)
+    GitRemote(repo.root, "origin", "tok-admin").push_branch("main", force=False)
     report = run_consolidation(repo, today=TODAY, build_index=False)
     assert report.stopped == "forge.max_open_prs (1) kb pull requests are open" and report.status == "open"
     assert len(double.pulls) == 1 and double.pulls[next(iter(double.pulls))].state == "open"  # the policies one, waiting

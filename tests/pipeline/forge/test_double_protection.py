@@ -5,6 +5,13 @@ with ``Retry-After``, ``Link`` pagination."""
 
 from __future__ import annotations
 
+import pygit2
+import pytest
+
+from kb.errors import ForgeError
+from kb.repo import Repo
+from pipeline.forge.remote import GitRemote
+from tests.builders import commit
 from tests.forge.github_double import Protection
 from tests.pipeline.forge.conftest import ForgeSetup
 
@@ -90,3 +97,50 @@ def test_secondary_rate_limit_is_waited_and_lists_carry_link_headers(github: For
     checks = github.forge().checks(head)  # githubkit parses the check runs; the 403 with Retry-After is retried
     assert checks.states == {"job-0": "success", "job-1": "success", "job-2": "success"}
     assert double.calls.count(f"GET {PREFIX}/commits/{head}/status") == 2
+
+
+def test_an_app_token_without_checks_read_is_refused_the_check_runs(github: ForgeSetup) -> None:
+    """An installation token with contents, pull requests and statuses but no ``checks: read``:
+    GitHub answers 403 on check runs (naming the permission), and kb says which permission."""
+    double = github.double
+    app = {"contents": "write", "pull_requests": "write", "statuses": "write", "metadata": "read"}
+    double.add_token("tok-app", "kb-proposer[bot]", permissions=app)
+    head = str(github.repo.head().id)
+    refused = double.api("GET", f"{PREFIX}/commits/{head}/check-runs", {}, {}, "tok-app")
+    assert refused.status == 403 and refused.body["message"] == "Resource not accessible by integration"
+    assert refused.headers["x-accepted-github-permissions"] == "checks=read"
+    assert double.api("GET", f"{PREFIX}/commits/{head}/status", {}, {}, "tok-app").status == 200
+    with pytest.raises(ForgeError, match=r"read the checks of \w+ \(403\): Resource not accessible by integration") as caught:
+        github.forge(KB_PROPOSER_TOKEN="tok-app").checks(head)
+    assert "permissions docs/github.md lists" in (caught.value.hint or "")
+    reader = {"contents": "read", "pull_requests": "read", "checks": "read", "statuses": "read"}
+    double.add_token("tok-ro-app", "kb-reader[bot]", permissions=reader)
+    assert github.forge(KB_PROPOSER_TOKEN="tok-ro-app").checks(head).states == {}
+    merge = double.api("PUT", f"{PREFIX}/pulls/1/merge", {}, {}, "tok-ro-app")
+    assert merge.status == 403 and merge.headers["x-accepted-github-permissions"] == "contents=write"
+
+
+def test_a_push_to_the_protected_branch_is_refused_unless_the_pusher_may_bypass(github: ForgeSetup) -> None:
+    """GitHub refuses a push to a branch whose rules require pull requests or status checks
+    (GH006, the pre-receive hook) from anyone not on the bypass list; other branches take pushes."""
+    double, repo = github.double, github.repo
+    double.add_token("tok-admin", "octo-admin")
+    before = double.branch_sha("main")
+    commit(repo, {"knowledge/note.md": "# Note\n"})
+    double.protection = Protection(required_contexts=("kb-check", "kb/gate"), push_bypass=("octo-admin",))
+    with pytest.raises(ForgeError, match="failed") as refused:
+        GitRemote(repo.root, "origin", "tok-proposer").push_branch("main", force=False)
+    assert "GH006: Protected branch update failed for refs/heads/main." in str(refused.value)
+    assert "Changes must be made through a pull request." in str(refused.value)
+    assert double.branch_sha("main") == before  # nothing moved
+    double.protection = Protection(required_contexts=("kb/gate",), required_approvals=0, push_bypass=())
+    with pytest.raises(ForgeError):
+        GitRemote(repo.root, "origin", "tok-proposer").push_branch("main", force=False)  # status checks alone refuse it too
+    head = Repo(repo.root).head()
+    assert head is not None
+    repo.git.branches.local.create("person/side", repo.git[head.id].peel(pygit2.Commit))
+    GitRemote(repo.root, "origin", "tok-proposer").push_branch("person/side", force=False)  # any other branch: pushed
+    assert double.branch_sha("person/side") == str(head.id)
+    double.protection = Protection(required_contexts=("kb-check", "kb/gate"), push_bypass=("octo-admin",))
+    GitRemote(repo.root, "origin", "tok-admin").push_branch("main", force=False)  # the bypass list's admin
+    assert double.branch_sha("main") == str(head.id)

@@ -46,21 +46,26 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
     # every check plus the grounding gate of the change against the PR's or merge group's base,
     # which reaches the script through env:, with the full history so the base commit exists
     gate = job["steps"][-1]
-    assert gate["run"] == 'kb check --gate --base "$KB_BASE" --format github'
+    assert gate["run"] == 'kb check --gate --pull-request --base "$KB_BASE" --format github'
     assert gate["env"] == {"KB_BASE": "${{ github.event.pull_request.base.sha || github.event.merge_group.base_sha }}"}
     checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["fetch-depth"] == 0
-    assert review["on"] == {"pull_request": {"types": ["opened", "synchronize", "reopened"]}}
-    assert review["jobs"]["review"]["if"] == "startsWith(github.head_ref, 'kb/')"
+    # every pull request is gated (no if:), from the default branch's copy of the workflow and a
+    # checkout of the default branch (no ref: pull_request_target checks out the base)
+    assert review["on"] == {"pull_request_target": {"types": ["opened", "synchronize", "reopened"]}}
+    assert "if" not in review["jobs"]["review"]
     checkout = next(s for s in review["jobs"]["review"]["steps"] if s.get("uses", "").startswith("actions/checkout@"))
-    assert checkout["with"]["ref"] == "${{ github.event.pull_request.base.ref }}"  # the Reviewer's config comes from the base
+    assert "ref" not in checkout["with"]
+    assert review["jobs"]["merge-evidence"]["if"] == "needs.review.outputs.evidence == 'true'"
     propose = _load(repo.root, "kb-propose.yml")["on"]
     assert propose == {"push": {"branches": ["main"], "paths": ["evidence/**"]}, "workflow_dispatch": None}
     consolidate = _load(repo.root, "kb-consolidate.yml")["on"]
     assert set(consolidate) == {"schedule", "workflow_dispatch"} and len(consolidate["schedule"][0]["cron"].split()) == 5
     assert _load(repo.root, "kb-index.yml")["on"] == {"push": {"branches": ["main"]}}
     groups = {name: _load(repo.root, name)["concurrency"]["group"] for name in WORKFLOW_NAMES}
-    assert groups["kb-propose.yml"] == groups["kb-consolidate.yml"] == "kb-propose"  # both open PRs: one at a time
+    assert groups["kb-propose.yml"] == "kb-propose"
+    assert groups["kb-consolidate.yml"] == "kb-consolidate-${{ github.event_name }}"  # a pending scheduled run is never dropped
+    assert all(_load(repo.root, n)["concurrency"]["cancel-in-progress"] is False for n in ("kb-propose.yml", "kb-consolidate.yml"))
     assert (
         groups["kb-check.yml"] == "kb-check-${{ github.ref }}"
         and groups["kb-review.yml"] == "kb-review-${{ github.event.pull_request.number }}"
@@ -84,7 +89,8 @@ def test_github_init_writes_least_privilege_pinned_workflows(sample_repo: tuple[
         "${{ vars.KB_PROPOSER_APP_CLIENT_ID }}",
         "${{ vars.KB_REVIEWER_APP_CLIENT_ID }}",
     ]  # batches are PRs reviewed by the other App
-    assert consolidate[-1]["run"].strip() == "kb consolidate --if-needed --no-index"
+    assert consolidate[-1]["run"].strip().endswith("kb consolidate --if-needed --no-index")
+    assert consolidate[-1]["env"]["KB_SIGNING_KEY_TEXT"] == "${{ secrets.KB_REVIEW_SIGNING_KEY }}"  # batches are signed
     text = "".join(render_workflows("main", SOURCE).values())
     assert re.findall(r"@[0-9a-f]{40} # v\d+\.\d+\.\d+\n", text) and not re.search(r"uses: \S+@(?![0-9a-f]{40} # v)", text)
     again = cli("github", "init", *PIN)
